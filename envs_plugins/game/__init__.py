@@ -1,0 +1,1 @@
+"""The ``game`` pack: multi-turn language games."""

@@ -1,0 +1,3 @@
+from gem_core.cli import main
+
+main()

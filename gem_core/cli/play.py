@@ -1,0 +1,80 @@
+"""``gem play``: a person plays an environment in the terminal."""
+
+from __future__ import annotations
+
+import click
+
+COMMANDS_HELP = (
+    "Type an action and press Enter. A line ending in a backslash continues on the next line.\n"
+    "Commands: /random plays a random action, /reset starts a new episode, /quit leaves."
+)
+
+
+@click.command()
+@click.argument("env_id")
+@click.option("--seed", type=int, default=None, help="Seed of the first episode (later episodes continue its generator).")
+def play(env_id: str, seed: int | None) -> None:
+    """Play ENV_ID in the terminal: see observations, type actions, see rewards.
+
+    Example: gem play game:GuessTheNumber-v0-easy --seed 0
+    """
+    from rich.console import Console
+    from rich.panel import Panel
+    from rich.text import Text
+
+    from gem_core.registry import make
+
+    console = Console(highlight=False)
+    env = make(env_id)
+    console.print(Text(COMMANDS_HELP, style="dim"))
+    episode = 0
+    try:
+        while True:
+            episode += 1
+            observation, _ = env.reset(seed=seed if episode == 1 else None)
+            console.print(Panel(Text(observation), title=f"{env_id} - episode {episode}", title_align="left"))
+            total, turns = 0.0, 0
+            while True:
+                action = _read_action(console)
+                if action is None or action == "/quit":
+                    return
+                if action == "/reset":
+                    break
+                if action == "/random":
+                    action = env.sample_random_action()
+                    console.print(Text(f"random action: {action}", style="cyan"))
+                observation, reward, terminated, truncated, info = env.step(action)
+                turns += 1
+                total += float(reward)
+                console.print(Panel(Text(observation), title=f"turn {turns}", title_align="left"))
+                status = "terminated" if terminated else "truncated" if truncated else "continues"
+                console.print(Text(f"reward {reward:+.3f} | return {total:+.3f} | {status}", style="bold"))
+                shown = {k: v for k, v in info.items() if k != "suffix"}
+                if shown:
+                    console.print(Text(f"info {shown}", style="dim"))
+                if terminated or truncated:
+                    console.print(Text(
+                        f"Episode over after {turns} turns with return {total:+.3f}. "
+                        "Press Enter for a new episode, or /quit.", style="bold green"))
+                    if _read_action(console) in (None, "/quit"):
+                        return
+                    break
+    finally:
+        env.close()
+
+
+def _read_action(console) -> str | None:
+    """One action from the terminal, joining lines that end in a backslash; None at end of input."""
+    lines: list[str] = []
+    prompt = "action> "
+    while True:
+        try:
+            line = console.input(prompt)
+        except EOFError:
+            return None if not lines else "\n".join(lines)
+        if line.endswith("\\") and not line.endswith("\\\\"):
+            lines.append(line[:-1])
+            prompt = "......> "
+            continue
+        lines.append(line)
+        return "\n".join(lines)

@@ -1,0 +1,187 @@
+"""The environment and wrapper base classes.
+
+An environment is a multi-turn text task: ``reset`` returns the first observation, ``step``
+takes whatever the LLM wrote and returns the next observation with a reward. Both are strings in,
+strings out, so any environment works with any model and any training library.
+"""
+
+from __future__ import annotations
+
+import copy
+import random
+import secrets
+from typing import TYPE_CHECKING, Any, ClassVar
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from gem_core.registry import EnvSpec
+
+ResetResult = tuple[str, dict[str, Any]]
+StepResult = tuple[str, float, bool, bool, dict[str, Any]]
+
+
+class Env:
+    """A multi-turn text environment.
+
+    Subclasses implement :meth:`reset` (calling ``super().reset(seed)`` first) and :meth:`step`,
+    and draw every random number from :attr:`rng` (or :attr:`np_random`), so that the same seed
+    gives the same episode byte for byte.
+
+    Contract:
+
+    * ``step`` accepts any string, however malformed or huge, and returns a valid transition;
+      unparseable actions get the format-error penalty the environment documents.
+    * ``sample_random_action`` returns a well-formed action.
+    * ``clone`` returns an independent copy in the same state (for rolling out several times from
+      one start state). The default deep-copies the environment; environments holding processes
+      or connections override it.
+    """
+
+    #: Set by :func:`gem_core.make` to the spec the environment was made from.
+    spec: EnvSpec | None = None
+    #: True when ``step``/``reset`` wait on I/O (subprocesses, servers, sleeps). Vector
+    #: environments in async mode run such steps concurrently in worker threads and run the
+    #: others inline, so cheap CPU-bound environments never pay a thread hop.
+    blocking: ClassVar[bool] = False
+
+    _seed: int | None = None
+    _rng: random.Random | None = None
+    _np_rng: np.random.Generator | None = None
+
+    def reset(self, seed: int | None = None, **options: Any) -> ResetResult:
+        """Start a new episode and return ``(observation, info)``.
+
+        With ``seed`` the per-instance generators are re-seeded; without it they continue, so
+        successive episodes differ. Subclasses call ``super().reset(seed)`` first.
+        """
+        if seed is not None or self._rng is None:
+            self._seed_generators(seed)
+        return "", {}
+
+    def step(self, action: str) -> StepResult:
+        """Apply ``action`` and return ``(observation, reward, terminated, truncated, info)``."""
+        raise NotImplementedError(f"{type(self).__name__} does not implement step()")
+
+    async def areset(self, seed: int | None = None, **options: Any) -> ResetResult:
+        """Native-async ``reset``; the default runs :meth:`reset` inline."""
+        return self.reset(seed, **options)
+
+    async def astep(self, action: str) -> StepResult:
+        """Native-async ``step``; environments that wait on I/O may override it with real
+        ``await``s, which async vector environments then await directly."""
+        return self.step(action)
+
+    def sample_random_action(self) -> str:
+        """A random, well-formed action for the current state."""
+        raise NotImplementedError(f"{type(self).__name__} does not implement sample_random_action()")
+
+    def clone(self) -> Env:
+        """An independent copy of this environment, in the same state, generators included."""
+        return copy.deepcopy(self)
+
+    def close(self) -> None:
+        """Release resources (processes, connections). Safe to call more than once."""
+
+    @property
+    def rng(self) -> random.Random:
+        """The per-instance Python generator, seeded by ``reset(seed)``."""
+        if self._rng is None:
+            self._seed_generators(None)
+        return self._rng  # type: ignore[return-value]
+
+    @property
+    def np_random(self) -> np.random.Generator:
+        """The per-instance numpy generator, seeded from the same seed as :attr:`rng`."""
+        if self._np_rng is None:
+            import numpy as np
+
+            if self._rng is None:
+                self._seed_generators(None)
+            self._np_rng = np.random.default_rng(self._seed)
+        return self._np_rng
+
+    def _seed_generators(self, seed: int | None) -> None:
+        self._seed = secrets.randbits(64) if seed is None else int(seed)
+        self._rng = random.Random(self._seed)
+        self._np_rng = None  # made on first use, from the same seed
+
+    @property
+    def unwrapped(self) -> Env:
+        """The innermost environment, beneath every wrapper."""
+        return self
+
+    def __enter__(self) -> Env:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        name = self.spec.id if self.spec is not None else type(self).__name__
+        return f"<{type(self).__name__} {name}>"
+
+
+class Wrapper(Env):
+    """Changes an environment's behaviour while keeping its interface.
+
+    Attributes not defined on the wrapper are looked up on the wrapped environment at access time
+    (never copied), so a wrapper always sees the live state beneath it.
+    """
+
+    def __init__(self, env: Env):
+        self.env = env
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_") or name == "env":
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        return getattr(self.env, name)
+
+    def reset(self, seed: int | None = None, **options: Any) -> ResetResult:
+        return self.env.reset(seed, **options)
+
+    def step(self, action: str) -> StepResult:
+        return self.env.step(action)
+
+    async def areset(self, seed: int | None = None, **options: Any) -> ResetResult:
+        if _overrides(self, "reset") and not _overrides(self, "areset"):
+            return self.reset(seed, **options)  # a sync-only wrapper keeps its own logic
+        return await self.env.areset(seed, **options)
+
+    async def astep(self, action: str) -> StepResult:
+        if _overrides(self, "step") and not _overrides(self, "astep"):
+            return self.step(action)
+        return await self.env.astep(action)
+
+    def sample_random_action(self) -> str:
+        return self.env.sample_random_action()
+
+    def close(self) -> None:
+        self.env.close()
+
+    @property
+    def spec(self) -> EnvSpec | None:  # type: ignore[override]
+        return self.env.spec
+
+    @property
+    def blocking(self) -> bool:  # type: ignore[override]
+        return self.env.blocking
+
+    @property
+    def rng(self) -> random.Random:
+        return self.env.rng
+
+    @property
+    def np_random(self) -> np.random.Generator:
+        return self.env.np_random
+
+    @property
+    def unwrapped(self) -> Env:
+        return self.env.unwrapped
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__}{self.env!r}>"
+
+
+def _overrides(wrapper: Wrapper, method: str) -> bool:
+    return getattr(type(wrapper), method) is not getattr(Wrapper, method)

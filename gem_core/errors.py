@@ -1,0 +1,105 @@
+"""Exception types raised by GEM.
+
+Every error a user can cause (a typo in an id, a wrong keyword, a broken plugin, missing data)
+is a :class:`GemError` with a message that says what to do; the ``gem`` command prints these
+without a traceback.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+
+
+class GemError(Exception):
+    """Base class of every error GEM raises on purpose."""
+
+
+class UnknownNameError(GemError, KeyError):
+    """A name (environment id, wrapper, tool, estimator, adapter) that nothing registered."""
+
+    def __init__(self, kind: str, name: str, known: Iterable[str]):
+        self.kind, self.name = kind, name
+        self.suggestions = closest_names(name, known)
+        hint = f" Did you mean: {', '.join(self.suggestions)}?" if self.suggestions else ""
+        super().__init__(f"Unknown {kind} {name!r}.{hint}")
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return self.args[0]
+
+
+class UnknownEnvError(UnknownNameError):
+    """An environment id that nothing registered."""
+
+    def __init__(self, env_id: str, known: Iterable[str]):
+        super().__init__("environment id", env_id, known)
+        self.args = (self.args[0] + " Run `gem envs` to list the registered ids.",)
+
+
+class DuplicateRegistrationError(GemError):
+    """Two sources registered the same name."""
+
+    def __init__(self, kind: str, name: str, first_source: str, second_source: str):
+        self.kind, self.name = kind, name
+        self.first_source, self.second_source = first_source, second_source
+        super().__init__(
+            f"{kind.capitalize()} {name!r} is registered twice: "
+            f"first by {first_source}, again by {second_source}."
+        )
+
+
+class EnvArgumentError(GemError, TypeError):
+    """A keyword that the environment's constructor does not accept."""
+
+    def __init__(self, env_id: str, unknown: Iterable[str], accepted: dict[str, object]):
+        self.unknown = sorted(unknown)
+        listing = ", ".join(
+            name if default is _NO_DEFAULT else f"{name}={default!r}"
+            for name, default in accepted.items()
+        )
+        super().__init__(
+            f"{env_id} does not accept {', '.join(map(repr, self.unknown))}. "
+            f"Accepted parameters: {listing or '(none)'}."
+        )
+
+
+class InvalidRegistrationError(GemError, ValueError):
+    """A registration with a malformed id or entry point."""
+
+
+class PluginError(GemError):
+    """A plugin that failed to import or to register."""
+
+
+class DataNotFoundError(GemError, FileNotFoundError):
+    """A dataset-backed environment whose data is neither cached nor reachable."""
+
+
+class MissingDependencyError(GemError, ImportError):
+    """An optional dependency that a feature needs is not installed."""
+
+    def __init__(self, feature: str, module: str, extra: str):
+        self.module, self.extra = module, extra
+        super().__init__(
+            f"{feature} needs the Python module {module!r}. "
+            f"Install it with: pip install 'gem-adapters[{extra}]'"
+        )
+
+
+class _NoDefault:
+    def __repr__(self) -> str:
+        return "<required>"
+
+
+_NO_DEFAULT = _NoDefault()
+
+
+def closest_names(name: str, known: Iterable[str], n: int = 3) -> list[str]:
+    """The registered names most similar to ``name``, best first (case-insensitive)."""
+    known = list(known)
+    by_lower = {k.lower(): k for k in known}
+    matches = difflib.get_close_matches(name.lower(), list(by_lower), n=n, cutoff=0.6)
+    if not matches:  # a bare name without its category or variant still finds its relatives
+        needle = name.lower().split(":")[-1].split("-")[0]
+        matches = [k for k in by_lower if needle and needle in k][:n]
+    return [by_lower[m] for m in matches]

@@ -1,0 +1,43 @@
+"""The hooks a GEM plugin can implement.
+
+A plugin is a module exposed through the ``gem`` entry-point group, for example in its
+``pyproject.toml``::
+
+    [project.entry-points.gem]
+    mypack = "mypack.plugin"
+
+with functions decorated by :data:`gem_core.hookimpl`. Each hook receives a ``register``
+function; registrations name ``"module:attr"`` strings so that loading a plugin imports nothing
+heavy.
+"""
+
+import pluggy
+
+hookspec = pluggy.HookspecMarker("gem")
+hookimpl = pluggy.HookimplMarker("gem")
+
+
+@hookspec
+def gem_register_envs(register):
+    """Register environments: ``register(id, "module:Class", description=..., **defaults)``."""
+
+
+@hookspec
+def gem_register_wrappers(register):
+    """Register wrappers: ``register(name, "module:factory", description=...)``."""
+
+
+@hookspec
+def gem_register_tools(register):
+    """Register tools: ``register(name, "module:factory", description=...)``."""
+
+
+@hookspec
+def gem_register_estimators(register):
+    """Register advantage estimators: ``register(name, "module:function", description=...)``."""
+
+
+@hookspec
+def gem_register_adapters(register):
+    """Register trainer adapters: ``register(name, "module:click_command", description=...)``,
+    offered as ``gem <name>``."""

@@ -1,0 +1,194 @@
+"""Plugin discovery and loading.
+
+One :class:`pluggy.PluginManager` holds every plugin: gem_core's own defaults (its wrappers,
+tools and estimators), then each module exposed under the ``gem`` entry-point group, the built-in
+environment packs included. Plugins load on first need (``make``, ``list_envs``, a registry
+look-up), never on ``import gem_core``.
+
+The environment variable ``GEM_PLUGINS`` limits which entry-point plugins load: unset, empty or
+``all`` loads all; ``none`` loads none; ``a,b`` loads only those names. gem_core's defaults always
+load.
+
+A plugin that fails to import, raises while registering, or registers a name already taken is
+reported by name (a logged warning and ``gem plugins``); what it registered before failing is
+discarded, and the other plugins load normally.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import os
+import threading
+from dataclasses import dataclass, field
+from importlib import metadata
+from typing import Any
+
+import pluggy
+
+from gem_core import hookspecs
+from gem_core.errors import GemError
+
+ENTRY_POINT_GROUP = "gem"
+PLUGINS_ENV_VAR = "GEM_PLUGINS"
+DEFAULT_PLUGINS = {"core": "gem_core.defaults"}  # name -> module
+OWN_DISTRIBUTION = "gem-adapters"
+KINDS = ("envs", "wrappers", "tools", "estimators", "adapters")
+
+logger = logging.getLogger("gem_core.plugins")
+
+
+@dataclass
+class PluginReport:
+    """What one plugin registered, and what went wrong."""
+
+    name: str
+    origin: str
+    registered: dict[str, list[str]] = field(default_factory=lambda: {k: [] for k in KINDS})
+    errors: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.errors
+
+
+_manager: pluggy.PluginManager | None = None
+_reports: dict[str, PluginReport] = {}
+_state = "unloaded"  # unloaded -> loading -> loaded
+_lock = threading.RLock()
+
+
+def plugin_manager() -> pluggy.PluginManager:
+    """The single plugin manager (plugins are loaded on first call)."""
+    load_plugins()
+    assert _manager is not None
+    return _manager
+
+
+def plugin_reports() -> list[PluginReport]:
+    """One report per plugin, in load order."""
+    load_plugins()
+    return list(_reports.values())
+
+
+def selected_plugins() -> set[str] | None:
+    """Entry-point plugin names allowed by ``GEM_PLUGINS``; None means all."""
+    value = os.environ.get(PLUGINS_ENV_VAR, "").strip()
+    if value.lower() in ("", "all"):
+        return None
+    if value.lower() == "none":
+        return set()
+    return {name.strip() for name in value.split(",") if name.strip()}
+
+
+def load_plugins() -> None:
+    """Load every plugin once; later calls return at once."""
+    global _state, _manager
+    if _state == "loaded":
+        return
+    with _lock:
+        if _state != "unloaded":  # another thread loaded them meanwhile, or a plugin re-entered
+            return
+        _state = "loading"
+        try:
+            _manager = pluggy.PluginManager(ENTRY_POINT_GROUP)
+            _manager.add_hookspecs(hookspecs)
+            for name, module_name in DEFAULT_PLUGINS.items():
+                _add_plugin(name, f"built in, module {module_name}",
+                            lambda m=module_name: importlib.import_module(m))
+            allowed = selected_plugins()
+            seen: set[str] = set()
+            for ep in _entry_points():
+                if allowed is not None and ep.name not in allowed:
+                    continue
+                seen.add(ep.name)
+                if ep.name in _reports:
+                    report = _reports[ep.name]
+                    report.errors.append(
+                        f"another plugin named {ep.name!r} ({_origin(ep)}) was skipped"
+                    )
+                    logger.warning("GEM plugin name %r is used twice; kept %s", ep.name, report.origin)
+                    continue
+                _add_plugin(ep.name, _origin(ep), ep.load)
+            for missing in sorted((allowed or set()) - seen):
+                report = _reports[missing] = PluginReport(missing, "not installed")
+                report.errors.append(f"{PLUGINS_ENV_VAR} names {missing!r}, but no such plugin is installed")
+            _call_register_hooks(_manager)
+        finally:
+            _state = "loaded"
+
+
+def _entry_points() -> list[metadata.EntryPoint]:
+    unique: dict[tuple[str, str], metadata.EntryPoint] = {}
+    for ep in metadata.entry_points(group=ENTRY_POINT_GROUP):
+        unique.setdefault((ep.name, ep.value), ep)
+
+    def order(ep: metadata.EntryPoint) -> tuple[bool, str]:
+        dist = getattr(ep, "dist", None)
+        return (getattr(dist, "name", None) != OWN_DISTRIBUTION, ep.name)
+
+    return sorted(unique.values(), key=order)
+
+
+def _origin(ep: metadata.EntryPoint) -> str:
+    dist = getattr(ep, "dist", None)
+    where = f"{dist.name} {dist.version}" if dist is not None else "unknown distribution"
+    return f"{where}, entry point {ep.value}"
+
+
+def _add_plugin(name: str, origin: str, load: Any) -> None:
+    report = _reports[name] = PluginReport(name, origin)
+    try:
+        module = load()
+        assert _manager is not None
+        _manager.register(module, name=name)
+    except Exception as e:  # a broken plugin must not take the others down
+        report.errors.append(f"failed to load: {type(e).__name__}: {e}")
+        logger.warning("GEM plugin %r failed to load (%s: %s); the other plugins are unaffected. "
+                       "Run `gem plugins` for details.", name, type(e).__name__, e)
+
+
+def _call_register_hooks(manager: pluggy.PluginManager) -> None:
+    """Call each plugin's register hooks one plugin at a time, so one failure stays local."""
+    from gem_core import registry
+    from gem_core.components import REGISTRIES
+
+    for kind in KINDS:
+        hook = getattr(manager.hook, f"gem_register_{kind}")
+        for impl in hook.get_hookimpls():  # in load order: defaults, our packs, then others
+            report = _reports[impl.plugin_name]
+            staged: list[Any] = []
+
+            if kind == "envs":
+                def register(id, entry_point, *, description="", wrappers=(), offline=True,
+                             kwargs=None, _source=impl.plugin_name, **env_kwargs):
+                    staged.append(registry.build_spec(
+                        id, entry_point, description=description, wrappers=wrappers,
+                        offline=offline, kwargs={**(kwargs or {}), **env_kwargs},
+                        source=f"plugin {_source!r}",
+                    ))
+            else:
+                component_registry = REGISTRIES[kind]
+
+                def register(name, target, *, description="", _source=impl.plugin_name,
+                             _registry=component_registry):
+                    staged.append(_registry.build(name, target, description=description,
+                                                  source=f"plugin {_source!r}"))
+            try:
+                impl.function(register=register)
+            except Exception as e:
+                report.errors.append(f"gem_register_{kind} raised {type(e).__name__}: {e}")
+                logger.warning("GEM plugin %r failed in gem_register_%s (%s: %s); nothing it "
+                               "registered there is kept.", impl.plugin_name, kind, type(e).__name__, e)
+                continue
+            for item in staged:
+                try:
+                    if kind == "envs":
+                        registry.add_spec(item)
+                    else:
+                        REGISTRIES[kind].add(item)
+                except GemError as e:
+                    report.errors.append(str(e))
+                    logger.warning("GEM plugin %r: %s", impl.plugin_name, e)
+                else:
+                    report.registered[kind].append(item.id if kind == "envs" else item.name)

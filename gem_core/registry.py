@@ -1,0 +1,263 @@
+"""The environment registry: ids to specs, and :func:`make`.
+
+Registration is cheap on purpose: a spec holds the id and a ``"module:Class"`` string, and the
+module is imported only when the environment is first made. Plugins register their ids through
+the ``gem_register_envs`` hook (see :mod:`gem_core.plugins`); scripts may also call
+:func:`register` directly.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import fnmatch
+import importlib
+import inspect
+import re
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from gem_core.core import Env
+from gem_core.errors import (
+    _NO_DEFAULT,
+    DuplicateRegistrationError,
+    EnvArgumentError,
+    GemError,
+    InvalidRegistrationError,
+    UnknownEnvError,
+)
+
+_ID_PATTERN = re.compile(r"^[A-Za-z0-9_.\-]+:[^\s:]+$")
+
+
+@dataclass(frozen=True)
+class EnvSpec:
+    """Everything needed to make an environment by id.
+
+    ``id`` has the form ``category:Name-vN[-variant]``; ``entry_point`` is ``"module:Class"`` (or
+    a callable) returning an :class:`~gem_core.core.Env`; ``kwargs`` are the constructor's
+    defaults for this id; ``wrappers`` names registered wrappers applied by :func:`make`, innermost
+    first, each a name or a ``(name, options)`` pair; ``offline`` is False when the environment
+    needs data that must be downloaded first; ``source`` is the plugin (or module) that
+    registered it.
+    """
+
+    id: str
+    entry_point: str | Callable[..., Env]
+    kwargs: Mapping[str, Any] = field(default_factory=dict)
+    description: str = ""
+    wrappers: tuple[str | tuple[str, Mapping[str, Any]], ...] = ()
+    offline: bool = True
+    source: str = "<unknown>"
+
+    @property
+    def category(self) -> str:
+        """The part of the id before the colon, e.g. ``game``."""
+        return self.id.split(":", 1)[0]
+
+    @property
+    def entry_point_name(self) -> str:
+        """The entry point as text, for listings."""
+        ep = self.entry_point
+        return ep if isinstance(ep, str) else f"{ep.__module__}:{ep.__qualname__}"
+
+    def make(self, **kwargs: Any) -> Env:
+        """Make the environment this spec describes (see :func:`gem_core.make`)."""
+        return _make_from_spec(self, kwargs)
+
+
+_registry: dict[str, EnvSpec] = {}
+_lock = threading.RLock()
+_constructors: dict[str | Callable[..., Env], Callable[..., Env]] = {}
+_accepted: dict[Callable[..., Env], dict[str, object] | None] = {}
+
+
+def register(
+    id: str,
+    entry_point: str | Callable[..., Env],
+    *,
+    description: str = "",
+    wrappers: Sequence[str | tuple[str, Mapping[str, Any]]] = (),
+    offline: bool = True,
+    kwargs: Mapping[str, Any] | None = None,
+    source: str | None = None,
+    **env_kwargs: Any,
+) -> EnvSpec:
+    """Register an environment id.
+
+    Constructor defaults are given as keywords (``register("game:X-v0", "pkg.mod:X",
+    max_turns=7)``) or as a ``kwargs`` mapping. Registering an id twice raises
+    :class:`~gem_core.errors.DuplicateRegistrationError` naming both sources.
+    """
+    spec = build_spec(
+        id, entry_point, description=description, wrappers=wrappers, offline=offline,
+        kwargs={**(kwargs or {}), **env_kwargs}, source=source or _caller_module(),
+    )
+    add_spec(spec)
+    return spec
+
+
+def build_spec(
+    id: str,
+    entry_point: str | Callable[..., Env],
+    *,
+    description: str,
+    wrappers: Sequence[str | tuple[str, Mapping[str, Any]]],
+    offline: bool,
+    kwargs: Mapping[str, Any],
+    source: str,
+) -> EnvSpec:
+    """Validate a registration and return its spec (without adding it)."""
+    if not isinstance(id, str) or not _ID_PATTERN.match(id):
+        raise InvalidRegistrationError(
+            f"Invalid environment id {id!r} (from {source}): ids look like 'category:Name-v0'."
+        )
+    if isinstance(entry_point, str):
+        module, _, attr = entry_point.partition(":")
+        if not module or not attr:
+            raise InvalidRegistrationError(
+                f"Invalid entry point {entry_point!r} for {id} (from {source}): "
+                "expected 'package.module:ClassName'."
+            )
+    elif not callable(entry_point):
+        raise InvalidRegistrationError(f"Entry point for {id} (from {source}) is not callable.")
+    return EnvSpec(
+        id=id, entry_point=entry_point, kwargs=dict(kwargs), description=description,
+        wrappers=tuple(wrappers), offline=offline, source=source,
+    )
+
+
+def add_spec(spec: EnvSpec) -> None:
+    """Add a validated spec; an id already taken raises, naming both sources."""
+    with _lock:
+        existing = _registry.get(spec.id)
+        if existing is not None:
+            raise DuplicateRegistrationError("environment", spec.id, existing.source, spec.source)
+        _registry[spec.id] = spec
+
+
+def deregister(id: str) -> None:
+    """Remove an id (mainly for tests and interactive sessions)."""
+    with _lock:
+        _registry.pop(id, None)
+
+
+def spec(id: str) -> EnvSpec:
+    """The spec registered under ``id``; unknown ids raise an error naming the closest ones."""
+    _ensure_plugins()
+    try:
+        return _registry[id]
+    except KeyError:
+        raise UnknownEnvError(id, _registry) from None
+
+
+def list_envs(pattern: str | None = None) -> list[EnvSpec]:
+    """Registered specs sorted by id, optionally filtered by a glob or a case-insensitive
+    substring of the id."""
+    _ensure_plugins()
+    specs = sorted(_registry.values(), key=lambda s: s.id)
+    if not pattern:
+        return specs
+    if any(c in pattern for c in "*?["):
+        return [s for s in specs if fnmatch.fnmatchcase(s.id.lower(), pattern.lower())]
+    needle = pattern.lower()
+    return [s for s in specs if needle in s.id.lower()]
+
+
+def make(id: str, **kwargs: Any) -> Env:
+    """Make the environment registered under ``id``.
+
+    Keyword arguments override the spec's constructor defaults; a keyword the constructor does
+    not accept raises :class:`~gem_core.errors.EnvArgumentError` listing the accepted ones.
+    """
+    return _make_from_spec(spec(id), kwargs)
+
+
+def _make_from_spec(env_spec: EnvSpec, kwargs: Mapping[str, Any]) -> Env:
+    constructor = _constructor(env_spec)
+    accepted = _accepted_parameters(constructor)
+    if accepted is not None:
+        unknown = set(kwargs) - set(accepted)
+        if unknown:
+            raise EnvArgumentError(env_spec.id, unknown, accepted)
+    merged = {**env_spec.kwargs, **kwargs}
+    env = constructor(**merged)
+    if not isinstance(env, Env):
+        raise GemError(
+            f"Entry point {env_spec.entry_point_name} of {env_spec.id} returned "
+            f"{type(env).__name__}, not a gem_core.Env."
+        )
+    env.unwrapped.spec = dataclasses.replace(env_spec, kwargs=merged) if kwargs else env_spec
+    if env_spec.wrappers:
+        from gem_core.components import apply_wrappers
+
+        env = apply_wrappers(env, env_spec.wrappers)
+    return env
+
+
+def _constructor(env_spec: EnvSpec) -> Callable[..., Env]:
+    ep = env_spec.entry_point
+    if not isinstance(ep, str):
+        return ep
+    constructor = _constructors.get(ep)
+    if constructor is None:
+        constructor = _constructors[ep] = load_object(ep, what=f"entry point of {env_spec.id}")
+    return constructor
+
+
+def load_object(reference: str, *, what: str) -> Any:
+    """Import ``"module:attr"`` (attr may be dotted); failures raise a :class:`GemError`."""
+    module_name, _, attr = reference.partition(":")
+    try:
+        obj: Any = importlib.import_module(module_name)
+        for part in attr.split("."):
+            obj = getattr(obj, part)
+    except ImportError as e:
+        if isinstance(e, GemError):
+            raise
+        raise GemError(f"Cannot import {reference!r} ({what}): {e}") from e
+    except AttributeError as e:
+        raise GemError(f"Cannot find {reference!r} ({what}): {e}") from e
+    return obj
+
+
+def _accepted_parameters(constructor: Callable[..., Env]) -> dict[str, object] | None:
+    """Keyword parameters with their defaults, or None when ``**kwargs`` accepts anything."""
+    try:
+        return _accepted[constructor]
+    except (KeyError, TypeError):
+        pass
+    try:
+        parameters = inspect.signature(constructor).parameters.values()
+    except (TypeError, ValueError):
+        result = None
+    else:
+        if any(p.kind is p.VAR_KEYWORD for p in parameters):
+            result = None
+        else:
+            result = {
+                p.name: _NO_DEFAULT if p.default is p.empty else p.default
+                for p in parameters
+                if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+            }
+    try:
+        _accepted[constructor] = result
+    except TypeError:
+        pass
+    return result
+
+
+def _caller_module() -> str:
+    frame = inspect.currentframe()
+    try:
+        caller = frame.f_back.f_back if frame and frame.f_back else None  # type: ignore[union-attr]
+        return caller.f_globals.get("__name__", "<unknown>") if caller else "<unknown>"
+    finally:
+        del frame
+
+
+def _ensure_plugins() -> None:
+    from gem_core.plugins import load_plugins
+
+    load_plugins()

@@ -1,0 +1,13 @@
+"""Maps the source folders to their import names (metadata lives in pyproject.toml)."""
+
+from setuptools import find_packages, setup
+
+FOLDERS = {"gem_core": "gem_core", "gem_envs": "envs_plugins", "gem_adapters": "adapters"}
+
+setup(
+    packages=[
+        import_name + package[len(folder):]
+        for import_name, folder in FOLDERS.items()
+        for package in find_packages(include=[folder, folder + ".*"])
+    ],
+)

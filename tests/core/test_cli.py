@@ -1,0 +1,65 @@
+"""The `gem` command: envs, play, plugins, and errors without tracebacks."""
+
+import json
+
+from tests.helpers import gem_command
+
+
+def test_help_on_every_command():
+    top = gem_command("--help")
+    assert top.returncode == 0
+    for command in ("envs", "play", "plugins"):
+        assert command in top.stdout
+        sub = gem_command(command, "--help")
+        assert sub.returncode == 0 and "Usage: gem " + command in sub.stdout
+
+
+def test_envs_json_lists_objects_with_ids():
+    result = gem_command("envs", "GuessTheNumber", "--json")
+    rows = json.loads(result.stdout)
+    assert {r["id"] for r in rows} >= {"game:GuessTheNumber-v0", "game:GuessTheNumber-v0-easy"}
+    for row in rows:
+        assert row["category"] == "game" and row["entry_point"].endswith(":GuessTheNumberEnv")
+        assert row["description"] and row["offline"] is True
+
+
+def test_envs_table_and_empty_filter():
+    table = gem_command("envs", "*-easy")
+    assert "game:GuessTheNumber-v0-easy" in table.stdout and "game:GuessTheNumber-v0-hard" not in table.stdout
+    empty = gem_command("envs", "zzz-nothing")
+    assert empty.returncode == 0 and "No environment matches" in empty.stdout
+
+
+def test_play_a_whole_episode_from_stdin():
+    # seed 0 on the easy game: binary search by hand through the hints
+    result = gem_command("play", "game:GuessTheNumber-v0-easy", "--seed", "0",
+                         input="not a guess\n/quit\n")
+    assert result.returncode == 0, result.stderr
+    assert "Guess The Number" in result.stdout
+    assert "reward -0.100" in result.stdout and "terminated" in result.stdout
+
+
+def test_play_random_actions_and_reset():
+    result = gem_command("play", "game:GuessTheNumber-v0-hard", "--seed", "3",
+                         input="/random\n/reset\n/random\n/quit\n")
+    assert result.returncode == 0
+    assert result.stdout.count("random action: \\boxed{") == 2
+    assert "episode 2" in result.stdout
+
+
+def test_user_mistakes_give_clear_errors_not_tracebacks():
+    cases = {
+        ("play", "game:GuessTheNumbr-v0-easy"): "Did you mean: game:GuessTheNumber-v0-easy",
+        ("envs", "--jsn"): "No such option",
+        ("plya",): "Did you mean: play",
+    }
+    for args, expected in cases.items():
+        result = gem_command(*args)
+        assert result.returncode != 0
+        assert expected in result.stderr, (args, result.stderr)
+        assert "Traceback" not in result.stderr
+
+
+def test_play_survives_end_of_input():
+    result = gem_command("play", "game:GuessTheNumber-v0-easy", input="")
+    assert result.returncode == 0 and "Traceback" not in result.stderr

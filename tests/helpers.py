@@ -1,0 +1,44 @@
+"""Helpers shared by the tests."""
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def run_python(code: str, *, env: dict | None = None, path: list[Path] = (), timeout: float = 120) -> subprocess.CompletedProcess:
+    """Run ``code`` in a fresh interpreter (plugins load once per process)."""
+    full_env = {**os.environ, **(env or {})}
+    if path:
+        full_env["PYTHONPATH"] = os.pathsep.join([*map(str, path), full_env.get("PYTHONPATH", "")])
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        capture_output=True, text=True, env=full_env, timeout=timeout,
+    )
+
+
+def gem_command(*args: str, env: dict | None = None, input: str | None = None, path: list[Path] = ()) -> subprocess.CompletedProcess:
+    """Run the ``gem`` command in a fresh process."""
+    full_env = {**os.environ, **(env or {})}
+    if path:
+        full_env["PYTHONPATH"] = os.pathsep.join([*map(str, path), full_env.get("PYTHONPATH", "")])
+    return subprocess.run(
+        [sys.executable, "-m", "gem_core.cli", *args],
+        capture_output=True, text=True, env=full_env, input=input, timeout=120,
+    )
+
+
+def fake_distribution(root: Path, name: str, plugins: dict[str, str], modules: dict[str, str]) -> Path:
+    """Write an installed-looking distribution (dist-info with ``gem`` entry points) under ``root``."""
+    root.mkdir(parents=True, exist_ok=True)
+    info = root / f"{name.replace('-', '_')}-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 1.0\n")
+    lines = "".join(f"{ep} = {target}\n" for ep, target in plugins.items())
+    (info / "entry_points.txt").write_text(f"[gem]\n{lines}")
+    for module, source in modules.items():
+        (root / f"{module}.py").write_text(textwrap.dedent(source))
+    return root
