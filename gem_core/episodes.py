@@ -1,0 +1,113 @@
+"""Episodes: what an agent saw, did and earned, turn by turn.
+
+An :class:`Episode` is what flows from vector environments to advantage estimators and adapters.
+Each :class:`Turn` holds the observation the agent answered, its action, and what the environment
+returned for it; the observation that followed the last action is kept as
+``Episode.final_observation``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Iterable, Iterator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from gem_core.errors import GemError
+
+
+@dataclass
+class Turn:
+    """One step: ``observation`` was shown, ``action`` was taken, the rest came back."""
+
+    observation: str
+    action: str
+    reward: float
+    terminated: bool = False
+    truncated: bool = False
+    info: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Episode:
+    """A finished (or cut-off) episode of one environment."""
+
+    env_id: str
+    seed: int | None
+    turns: list[Turn] = field(default_factory=list)
+    final_observation: str = ""
+
+    @property
+    def rewards(self) -> list[float]:
+        return [t.reward for t in self.turns]
+
+    @property
+    def total_reward(self) -> float:
+        return math.fsum(t.reward for t in self.turns)
+
+    @property
+    def num_turns(self) -> int:
+        return len(self.turns)
+
+    @property
+    def done(self) -> bool:
+        """True when the last turn ended the episode."""
+        return bool(self.turns) and (self.turns[-1].terminated or self.turns[-1].truncated)
+
+    def discounted_returns(self, gamma: float) -> list[float]:
+        """``G_t = r_t + gamma * G_{t+1}`` for every turn."""
+        returns, running = [0.0] * len(self.turns), 0.0
+        for i in range(len(self.turns) - 1, -1, -1):
+            running = self.turns[i].reward + gamma * running
+            returns[i] = running
+        return returns
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Episode:
+        try:
+            turns = [Turn(**t) for t in data.get("turns", [])]
+            return cls(env_id=data["env_id"], seed=data.get("seed"), turns=turns,
+                       final_observation=data.get("final_observation", ""))
+        except (KeyError, TypeError) as e:
+            raise GemError(f"Not an episode record: {e}") from e
+
+
+def save_episodes(episodes: Iterable[Episode], path: str | os.PathLike[str], *, append: bool = False) -> int:
+    """Write episodes as JSON lines; returns how many were written. Info values that JSON cannot
+    hold are written as their ``repr``."""
+    count = 0
+    with open(path, "a" if append else "w", encoding="utf-8") as f:
+        for episode in episodes:
+            f.write(json.dumps(episode.to_dict(), ensure_ascii=False, default=repr))
+            f.write("\n")
+            count += 1
+    return count
+
+
+def iter_episodes(path: str | os.PathLike[str]) -> Iterator[Episode]:
+    """Read episodes written by :func:`save_episodes`, one at a time."""
+    with open(path, encoding="utf-8") as f:
+        for number, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise GemError(f"{path}, line {number}: not valid JSON ({e.msg})") from None
+            try:
+                yield Episode.from_dict(record)
+            except GemError as e:
+                raise GemError(f"{path}, line {number}: {e}") from None
+
+
+def load_episodes(path: str | os.PathLike[str]) -> list[Episode]:
+    """All episodes in a JSONL file written by :func:`save_episodes`."""
+    if not Path(path).exists():
+        raise GemError(f"No episode file at {path}")
+    return list(iter_episodes(path))
