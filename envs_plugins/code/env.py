@@ -14,8 +14,8 @@ from gem_core import Env
 from gem_core.errors import GemError, MissingDependencyError
 
 from gem_envs.code.extraction import last_code_block
-from gem_envs.code.runner import Limits, TestReport, arun_tests, run_tests
-from gem_envs.code.testcases import CALL_PRELUDE, CallTest, CodeProblem, humaneval_problem, tests_from_row
+from gem_envs.code.runner import SANDBOX_MODES, Limits, RunReport, arun_tests, run_tests
+from gem_envs.code.testcases import CALL_PRELUDE, CallTest, CodeProblem, humaneval_problem, parse_tests
 from gem_envs.dataset_rows import RowOrder, load_rows
 
 HUMANEVAL_PROMPT = (
@@ -37,7 +37,7 @@ class CodeEnv(Env):
     """A programming problem from a dataset, judged by its tests.
 
     Rows hold the problem statement (``question_key``) and the tests (``test_key``, in the
-    formats :func:`gem_envs.code.testcases.tests_from_row` reads). At most ``max_tests`` tests
+    formats :func:`gem_envs.code.testcases.parse_tests` reads). At most ``max_tests`` tests
     run, those with the longest inputs. Each test may take ``per_test_timeout`` seconds and all
     of them together ``total_timeout``; memory is capped at ``memory_mb``.
 
@@ -60,10 +60,15 @@ class CodeEnv(Env):
         total_timeout: float = 30.0,
         memory_mb: int = 1024,
         prompt_template: str = "{problem}",
+        sandbox: str = "warm",
+        allow_unsandboxed: bool = False,
         env_id: str | None = None,
     ):
         self.env_id = env_id or "a code environment"
         self.limits = Limits(per_test_timeout, total_timeout, memory_mb)
+        if sandbox not in SANDBOX_MODES:
+            raise GemError(f"sandbox must be one of {', '.join(map(repr, SANDBOX_MODES))}, not {sandbox!r}.")
+        self.sandbox, self.allow_unsandboxed = sandbox, allow_unsandboxed
         if max_tests is not None and max_tests < 1:
             raise GemError(f"max_tests must be at least 1 (or None for all), not {max_tests}.")
         if "{problem}" not in prompt_template:
@@ -96,7 +101,7 @@ class CodeEnv(Env):
     def parse(self, index: int) -> CodeProblem:
         row = self.rows[index]
         where = f"row {index} of {self.env_id}"
-        tests = tests_from_row(row[self.test_key], max_tests=self.max_tests, where=where)
+        tests = parse_tests(row[self.test_key], max_tests=self.max_tests, where=where)
         prefix = CALL_PRELUDE if isinstance(tests[0], CallTest) else ""
         return CodeProblem(str(row[self.question_key]), tests, prefix=prefix, id=str(index))
 
@@ -112,13 +117,16 @@ class CodeEnv(Env):
         problem, program = self._begin(action)
         if program is None:
             return self._format_error(problem)
-        return self._finish(problem, run_tests(problem, program, self.limits))
+        return self._finish(problem, run_tests(problem, program, self.limits, sandbox=self.sandbox,
+                                               allow_unsandboxed=self.allow_unsandboxed))
 
     async def astep(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
         problem, program = self._begin(action)
         if program is None:
             return self._format_error(problem)
-        return self._finish(problem, await arun_tests(problem, program, self.limits))
+        report = await arun_tests(problem, program, self.limits, sandbox=self.sandbox,
+                                  allow_unsandboxed=self.allow_unsandboxed)
+        return self._finish(problem, report)
 
     def _begin(self, action: str) -> tuple[CodeProblem, str | None]:
         if self.done or self.problem is None:
@@ -132,7 +140,7 @@ class CodeEnv(Env):
         message = "No code found: put your program in a ```python code block."
         return message, Reward.FORMAT_ERROR, True, False, info
 
-    def _finish(self, problem: CodeProblem, report: TestReport) -> tuple[str, float, bool, bool, dict[str, Any]]:
+    def _finish(self, problem: CodeProblem, report: RunReport) -> tuple[str, float, bool, bool, dict[str, Any]]:
         info = self._info(problem, format_error=False, correct=report.all_passed, tests_passed=report.passed,
                           tests_failed=report.failed, tests_timed_out=report.timed_out,
                           sandboxed=report.sandboxed)
@@ -178,12 +186,14 @@ class HumanEvalEnv(CodeEnv):
         total_timeout: float = 30.0,
         memory_mb: int = 1024,
         prompt_template: str = HUMANEVAL_PROMPT,
+        sandbox: str = "warm",
+        allow_unsandboxed: bool = False,
         env_id: str | None = None,
     ):
         super().__init__(dataset=(), question_key="prompt", test_key="test", max_tests=None,
                          per_test_timeout=per_test_timeout, total_timeout=total_timeout,
-                         memory_mb=memory_mb, prompt_template=prompt_template,
-                         env_id=env_id or "eval:HumanEval")
+                         memory_mb=memory_mb, prompt_template=prompt_template, sandbox=sandbox,
+                         allow_unsandboxed=allow_unsandboxed, env_id=env_id or "eval:HumanEval")
 
     def _load(self, **source: Any) -> Any:
         try:

@@ -119,7 +119,7 @@ def same_value(got: Any, expected: Any) -> bool:
     return got == expected
 
 
-def tests_from_row(raw: Any, *, max_tests: int | None = None, where: str = "a row") -> tuple[Test, ...]:
+def parse_tests(raw: Any, *, max_tests: int | None = None, where: str = "a row") -> tuple[Test, ...]:
     """Tests from a dataset's ``tests`` field.
 
     Accepted: ``{"inputs": [...], "outputs": [...]}`` (CodeContests, TACO, PrimeIntellect), with

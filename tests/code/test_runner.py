@@ -1,5 +1,6 @@
 """Submissions run against their tests in the sandbox: correct, wrong, crashing, hanging and
-hostile programs, each judged without harm to the host or to the other tests."""
+hostile programs, each judged without harm to the host or to the other tests. Every test runs
+with a warm sandbox (the default) and with a fresh sandbox per submission."""
 
 from __future__ import annotations
 
@@ -9,7 +10,9 @@ import psutil
 import pytest
 
 import gem_core.tools
-from gem_envs.code.runner import Limits, arun_tests, imported_modules, run_tests
+from gem_envs.code import pool
+from gem_envs.code import runner
+from gem_envs.code.runner import Limits, imported_modules
 from gem_envs.code.testcases import CALL_PRELUDE, CallTest, CodeProblem, StdioTest
 
 SUM = CodeProblem("Print a + b.", tuple(StdioTest(f"{a} {b}\n", f"{a + b}\n") for a, b in
@@ -17,37 +20,44 @@ SUM = CodeProblem("Print a + b.", tuple(StdioTest(f"{a} {b}\n", f"{a + b}\n") fo
 FAST = Limits(per_test_timeout=1.0, total_timeout=10.0, memory_mb=512)
 
 
-def outcome_statuses(program: str, problem: CodeProblem = SUM, limits: Limits = FAST) -> list[str]:
-    return [o.status for o in run_tests(problem, program, limits).outcomes]
+MODE = "warm"
 
 
-@pytest.fixture
-def sandbox_calls(monkeypatch):
-    """Counts sandboxed processes started."""
-    calls = []
-    real = gem_core.tools.run_python
-
-    def counting(*args, **kwargs):
-        calls.append(kwargs)
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(gem_core.tools, "run_python", counting)
-    return calls
-
-
-@pytest.fixture(autouse=True)
-def no_process_left_behind():
+@pytest.fixture(autouse=True, params=runner.SANDBOX_MODES)
+def mode(request):
+    """Each test runs with each sandbox mode; afterwards no process may be left."""
+    global MODE
+    MODE = request.param
+    pool._close_pools()  # start without warm sandboxes
     before = {p.pid for p in psutil.Process().children(recursive=True)}
-    yield
+    yield request.param
+    pool._close_pools()
     left = [p for p in psutil.Process().children(recursive=True) if p.pid not in before]
     assert not left, f"processes left behind: {left}"
 
 
-def test_correct_program_passes_every_test_in_one_sandboxed_process(sandbox_calls):
-    report = run_tests(SUM, "a, b = map(int, input().split())\nprint(a + b)", FAST)
-    assert (report.passed, report.failed, report.timed_out, report.total) == (4, 0, 0, 4)
-    assert report.all_passed and report.sandboxed
-    assert len(sandbox_calls) == 1
+def run_tests(problem, program, limits=FAST):
+    return runner.run_tests(problem, program, limits, sandbox=MODE)
+
+
+async def arun_tests(problem, program, limits=FAST):
+    return await runner.arun_tests(problem, program, limits, sandbox=MODE)
+
+
+def outcome_statuses(program: str, problem: CodeProblem = SUM, limits: Limits = FAST) -> list[str]:
+    return [o.status for o in run_tests(problem, program, limits).outcomes]
+
+
+def test_correct_program_passes_every_test_in_one_sandboxed_process(monkeypatch):
+    started = []  # sandboxes started: fresh ones by run_python, warm ones by the pool
+    fresh, warm = gem_core.tools.run_python, pool.WarmSandbox.__init__
+    monkeypatch.setattr(gem_core.tools, "run_python", lambda *a, **k: started.append(1) or fresh(*a, **k))
+    monkeypatch.setattr(pool.WarmSandbox, "__init__", lambda *a, **k: started.append(1) or warm(*a, **k))
+    for submissions in (1, 2):
+        report = run_tests(SUM, "a, b = map(int, input().split())\nprint(a + b)", FAST)
+        assert (report.passed, report.failed, report.timed_out, report.total) == (4, 0, 0, 4)
+        assert report.all_passed and report.sandboxed
+        assert len(started) == (1 if MODE == "warm" else submissions)  # a warm sandbox is reused
 
 
 def test_every_way_of_reading_input_and_writing_output():
