@@ -16,7 +16,6 @@ rank is announced through the first call, so every rank raises instead of some w
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import NoReturn
 
 import numpy as np
@@ -28,20 +27,11 @@ AllReduce = Callable[[np.ndarray], np.ndarray]
 ZERO_STD_RTOL = 1e-12
 
 
-@dataclass(frozen=True)
-class Moments:
-    count: int
-    mean: float
-    std: float
-
-    @property
-    def constant(self) -> bool:
-        """True when every value equals the mean up to rounding."""
-        return self.std <= ZERO_STD_RTOL * abs(self.mean)
-
-
-def batch_moments(values: np.ndarray, all_reduce: AllReduce | None = None) -> Moments:
-    """Count, mean and population std of ``values`` (over all ranks when ``all_reduce`` is given)."""
+def normalise_batch(values: np.ndarray, all_reduce: AllReduce | None = None, *, scale: bool,
+                    eps: float = 0.0) -> np.ndarray:
+    """Centre ``values`` in place on the batch mean and, when ``scale``, divide by ``std + eps``
+    (mean and population std over all ranks when ``all_reduce`` is given). Equal values become
+    exactly 0. Returns ``values``."""
     count, total, failed = _reduce(np.array([values.size, values.sum(), 0.0]), all_reduce)
     if failed:
         raise EstimatorInputError(
@@ -51,12 +41,17 @@ def batch_moments(values: np.ndarray, all_reduce: AllReduce | None = None) -> Mo
         raise EstimatorInputError("The batch is empty on every rank: pass at least one episode with one reward.")
     mean = total / count
     with np.errstate(over="ignore", invalid="ignore"):  # overflow is reported just below
-        deviations = values - mean
-        (squares,) = _reduce(np.array([np.dot(deviations, deviations)]), all_reduce)
-        moments = Moments(int(count), float(mean), float(np.sqrt(squares / count)))
-    if not (np.isfinite(moments.mean) and np.isfinite(moments.std)):
+        values -= mean
+        # einsum, not dot: BLAS threads would spin on the cores other work needs
+        (squares,) = _reduce(np.array([np.einsum("i,i->", values, values)]), all_reduce)
+        std = float(np.sqrt(squares / count))
+    if not (np.isfinite(mean) and np.isfinite(std)):
         raise EstimatorInputError("Returns are too large to normalise in float64: scale the rewards down.")
-    return moments
+    if std <= ZERO_STD_RTOL * abs(mean):  # equal up to rounding
+        values.fill(0.0)
+    elif scale:
+        values /= std + eps
+    return values
 
 
 def fail_collectively(error: EstimatorInputError, all_reduce: AllReduce | None) -> NoReturn:
@@ -81,18 +76,3 @@ def _reduce(local: np.ndarray, all_reduce: AllReduce | None) -> np.ndarray:
             "pass gem_core.estimators.torch_all_reduce()."
         )
     return summed
-
-
-def centred(values: np.ndarray, moments: Moments, *, scale: bool, eps: float = 0.0,
-            out: np.ndarray | None = None) -> np.ndarray:
-    """``values - mean``, divided by ``std + eps`` when ``scale``; all 0 when the values are equal.
-    Written into ``out`` when given (it may be ``values`` itself)."""
-    if out is None:
-        out = np.empty(values.shape)
-    if moments.constant:
-        out.fill(0.0)
-        return out
-    np.subtract(values, moments.mean, out=out)
-    if scale:
-        out /= moments.std + eps
-    return out

@@ -18,7 +18,7 @@ import numpy as np
 
 from gem_core.estimators.dispatch import per_episode, with_flat
 from gem_core.estimators.inputs import EstimatorInputError, check_eps
-from gem_core.estimators.moments import AllReduce, batch_moments, centred, fail_collectively
+from gem_core.estimators.moments import AllReduce, fail_collectively, normalise_batch
 from gem_core.estimators.returns import checked_returns
 
 EPS = 1e-6
@@ -32,7 +32,7 @@ def rebn_flat(turn_rewards: Any, episode_lengths: Any, *, gamma: float, group_id
         returns, _ = checked_returns(turn_rewards, episode_lengths, gamma, allow_empty=all_reduce is not None)
     except EstimatorInputError as error:
         fail_collectively(error, all_reduce)
-    return centred(returns, batch_moments(returns, all_reduce), scale=True, eps=eps, out=returns)
+    return normalise_batch(returns, all_reduce, scale=True, eps=eps)
 
 
 @with_flat(rebn_flat)
@@ -66,7 +66,7 @@ def reinforce_baseline_flat(turn_rewards: Any, episode_lengths: Any, *, gamma: f
         returns, _ = checked_returns(turn_rewards, episode_lengths, gamma, allow_empty=all_reduce is not None)
     except EstimatorInputError as error:
         fail_collectively(error, all_reduce)
-    return centred(returns, batch_moments(returns, all_reduce), scale=False, out=returns)
+    return normalise_batch(returns, all_reduce, scale=False)
 
 
 @with_flat(reinforce_baseline_flat)

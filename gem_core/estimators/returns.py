@@ -35,34 +35,49 @@ def checked_returns(turn_rewards: Any, episode_lengths: Any, gamma: Any, *,
     return returns, batch.lengths
 
 
-def scan_returns(rewards: np.ndarray, lengths: np.ndarray, gamma: float) -> np.ndarray:
-    """Discounted returns of checked flat arrays, in O(log(longest episode)) vectorised passes.
+CHUNK = 1 << 15  # turns per block: the block's working arrays stay in the CPU's L2 cache
 
-    After the pass with offset ``d``, ``G[i]`` holds the discounted sum of the ``2d`` rewards
-    starting at turn ``i`` (fewer where the episode ends first): each pass adds
-    ``gamma**d * G[i + d]`` wherever turn ``i + d`` is in the same episode. Summing in a tree
-    like this also keeps rounding error lower than a running sum.
+
+def scan_returns(rewards: np.ndarray, lengths: np.ndarray, gamma: float, *, chunk: int = CHUNK) -> np.ndarray:
+    """Discounted returns of checked flat arrays, without a Python loop over turns.
+
+    The recurrence ``G_t = a_t * G_{t+1} + r_t``, with ``a_t = gamma`` inside an episode and 0 on
+    its last turn, is solved by doubling: after the pass with offset ``d``, ``G[i]`` holds the
+    discounted sum of up to ``2d`` rewards from turn ``i`` and ``a[i]`` the discount across them
+    (0 once they reach the episode's end), so ``log2(longest episode)`` passes suffice. Summing as
+    a tree also keeps rounding error below a running sum's. Blocks of turns are solved from the
+    last to the first, each in cache; an episode that runs past a block's end then adds
+    ``gamma**k * G[end]`` from the already finished next block.
     """
     returns = rewards.astype(np.float64, copy=True)
     n = returns.size
     longest = int(lengths.max()) if lengths.size else 0
     if gamma == 0.0 or longest <= 1:
         return returns
-    index_type = np.int32 if n < np.iinfo(np.int32).max else np.int64
-    # turns left after each turn in its own episode
-    remaining = np.repeat(np.cumsum(lengths, dtype=index_type), lengths)
-    remaining -= np.arange(1, n + 1, dtype=index_type)
-    in_episode = np.empty(n, dtype=bool)
-    addend = np.empty(n)
-    offset = 1
-    while offset < longest:
-        weight = gamma**offset
-        if weight == 0.0:  # gamma**offset underflowed: every further term is exactly 0
-            break
-        m = n - offset
-        np.greater_equal(remaining[:m], offset, out=in_episode[:m])
-        np.multiply(returns[offset:], weight, out=addend[:m])
-        np.multiply(addend[:m], in_episode[:m], out=addend[:m])
-        np.add(returns[:m], addend[:m], out=returns[:m])
-        offset *= 2
+    ends = np.cumsum(lengths)
+    carry_powers = gamma ** np.arange(min(chunk, n), 0, -1, dtype=np.float64)  # gamma**k .. gamma**1
+    a, a_next, addend = np.empty(chunk), np.empty(chunk), np.empty(chunk)
+    for stop in range(n, 0, -chunk):
+        start = max(0, stop - chunk)
+        size = stop - start
+        block = returns[start:stop]
+        first_end, past_ends = np.searchsorted(ends, (start, stop), side="right")
+        a[:size] = gamma
+        a[ends[first_end:past_ends] - 1 - start] = 0.0
+        a[size - 1] = 0.0  # the next block is added afterwards
+        reach = min(longest, size)
+        offset = 1
+        while offset < reach:
+            m = size - offset
+            np.multiply(a[:m], block[offset:], out=addend[:m])
+            np.add(block[:m], addend[:m], out=block[:m])
+            if 2 * offset < reach:
+                np.multiply(a[:m], a[offset:size], out=a_next[:m])
+                a_next[m:size] = a[m:size]
+                a, a_next = a_next, a
+            offset *= 2
+        runs_on = stop < n and (past_ends == 0 or ends[past_ends - 1] != stop)
+        if runs_on:  # episode `past_ends` spans the block's end
+            first = max(start, int(ends[past_ends] - lengths[past_ends]))
+            returns[first:stop] += carry_powers[carry_powers.size - (stop - first):] * returns[stop]
     return returns

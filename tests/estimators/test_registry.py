@@ -67,3 +67,14 @@ def test_estimate_flat_rejects_broken_estimators(result, message):
 
     with pytest.raises(EstimatorInputError, match=message):
         estimate_flat(broken, [1.0, 2.0, 3.0], [2, 1], gamma=1.0)
+
+
+def test_readme_example_runs():
+    from tests.helpers import REPO
+
+    text = (REPO / "README.md").read_text()
+    block = next(b for b in text.split("```python\n")[1:] if 'get_estimator("rebn")' in b).split("```")[0]
+    result = run_python(block + "\nprint([a.round(3).tolist() for a in advantages])")
+    assert result.returncode == 0, result.stderr
+    # group seed0 returns 1 and 1: zeros; group seed1 returns 0 and 1: -1 and 1 (up to eps)
+    assert result.stdout.strip() == "[[0.0, 0.0, 0.0], [0.0, 0.0], [-1.0], [1.0]]"

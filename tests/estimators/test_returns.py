@@ -4,6 +4,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gem_core.estimators import EstimatorInputError, discounted_returns, discounted_returns_flat
+from gem_core.estimators.returns import scan_returns
 from tests.estimators.loops import returns_loop
 
 rewards = st.floats(-100, 100, allow_nan=False)
@@ -35,6 +36,24 @@ def test_long_and_mixed_episodes_match_the_loop():
     for gamma in (0.0, 0.3, 0.9, 0.999, 1.0):
         expected = np.concatenate(returns_loop(np.split(flat, np.cumsum(lengths)[:-1]), gamma))
         assert np.allclose(discounted_returns_flat(flat, lengths, gamma=gamma), expected, rtol=1e-10, atol=1e-9)
+
+
+@settings(max_examples=300, deadline=None)
+@given(episodes, gammas, st.integers(1, 70))
+def test_blocks_of_any_size_give_the_same_returns(batch, gamma, chunk):
+    lengths = np.array([len(e) for e in batch])
+    flat = np.concatenate([np.array(e, dtype=float) for e in batch])
+    expected = np.concatenate(returns_loop(batch, gamma))
+    assert np.allclose(scan_returns(flat, lengths, gamma, chunk=chunk), expected, rtol=1e-12, atol=1e-9)
+
+
+def test_episodes_longer_than_a_block():
+    rng = np.random.default_rng(3)
+    lengths = np.array([5, 70_000, 3, 1, 40_000, 2])
+    flat = rng.normal(size=int(lengths.sum()))
+    for gamma in (0.5, 0.99, 1.0):
+        expected = np.concatenate(returns_loop(np.split(flat, np.cumsum(lengths)[:-1]), gamma))
+        assert np.allclose(discounted_returns_flat(flat, lengths, gamma=gamma), expected, rtol=1e-9, atol=1e-8)
 
 
 def test_returns_of_many_turns_stay_accurate():
