@@ -129,6 +129,8 @@ def group_index(group_ids: Any, num_episodes: int, estimator: str) -> tuple[np.n
         )
     if isinstance(group_ids, (str, bytes)) or not isinstance(group_ids, Iterable):
         raise EstimatorInputError(f"group_ids must be a sequence with one id per episode; got {type(group_ids).__name__}.")
+    if hasattr(group_ids, "tolist") and not isinstance(group_ids, np.ndarray):  # a torch tensor
+        group_ids = group_ids.tolist()
     ids = group_ids if isinstance(group_ids, (Sequence, np.ndarray)) else list(group_ids)
     if len(ids) != num_episodes:
         raise EstimatorInputError(f"group_ids has {len(ids)} entries for {num_episodes} episodes: give one id per episode.")

@@ -69,6 +69,9 @@ def test_group_ids_of_any_hashable_kind():
     by_int = grpo(batch, gamma=1, group_ids=np.array([5, 9, 5, 9]))
     assert np.allclose(np.concatenate(by_str), np.concatenate(by_tuple))
     assert np.allclose(np.concatenate(by_str), np.concatenate(by_int))
+    torch = pytest.importorskip("torch")
+    by_tensor = grpo(batch, gamma=1, group_ids=torch.tensor([5, 9, 5, 9]))
+    assert np.allclose(np.concatenate(by_tensor), np.concatenate(by_int))
     mixed = grpo([[1.0], [0.0], [2.0], [3.0]], gamma=1, group_ids=[1, 1, "1", "1"])  # 1 and "1" differ
     assert np.allclose(np.concatenate(mixed), [1, -1, -1, 1], atol=1e-5)
 
