@@ -218,7 +218,7 @@ def documents() -> list[dict[str, str]]:
         docs.append(("person", person.name, text))
     for inv in INVENTIONS:
         docs.append(("invention", inv.name.capitalize() if inv.name[0].islower() else inv.name, (
-            f"The {inv.name} is a device for {inv.purpose}, made of {inv.material}. "
+            f"The {inv.name} is an invention for {inv.purpose}, made of {inv.material}. "
             f"It was invented by {inv.inventor} in {inv.year}, and copies of it spread across "
             f"{ARCHIPELAGO} within a generation."
         )))
