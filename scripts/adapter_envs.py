@@ -31,6 +31,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 FORMAT = 1  # bump to rebuild every cached environment
+STALE_DAYS = 7  # environments of a stage unused this long are removed when a new one is built
 
 
 @dataclass(frozen=True)
@@ -79,8 +80,14 @@ def environment_key(name: str, stage: Stage) -> str:
     return f"{name}-{digest[:16]}"
 
 
-def pip(python: Path, *args: str) -> None:
-    subprocess.run([str(python), "-m", "pip", "install", "-q", *args], cwd=REPO, check=True)
+def pip(python: Path, *args: str, quiet: bool = False) -> None:
+    """``pip install``; with ``quiet`` its output is shown only if it fails."""
+    command = [str(python), "-m", "pip", "install", "-q", *args]
+    result = subprocess.run(command, cwd=REPO, capture_output=quiet, text=True)
+    if result.returncode:
+        if quiet:
+            sys.stderr.write(result.stdout + result.stderr)
+        raise SystemExit(f"[adapter_envs] failed: {' '.join(command)}")
 
 
 def build(path: Path, stage: Stage) -> None:
@@ -112,9 +119,24 @@ def environment_python(name: str) -> Path:
             except BaseException:
                 shutil.rmtree(path, ignore_errors=True)
                 raise
+            prune(root, name, keep=path)
         python = path / "bin" / "python"
-        pip(python, "--no-deps", "-e", ".")
+        pip(python, "--no-deps", "-e", ".", quiet=True)
+        (path / "complete").touch()  # marks it as used now
     return python
+
+
+def prune(root: Path, name: str, *, keep: Path) -> None:
+    """Remove finished environments of stage ``name`` that no run has used for ``STALE_DAYS`` days
+    (builds in progress elsewhere have no marker yet and are left alone)."""
+    for old in root.glob(f"{name}-*"):
+        marker = old / "complete"
+        if old == keep or not old.is_dir():
+            continue
+        if marker.exists() and time.time() - marker.stat().st_mtime > STALE_DAYS * 86400:
+            say(f"removing the unused test environment {old}")
+            shutil.rmtree(old, ignore_errors=True)
+            (root / f"{old.name}.lock").unlink(missing_ok=True)
 
 
 def say(message: str) -> None:

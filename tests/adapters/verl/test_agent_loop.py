@@ -298,3 +298,12 @@ def test_unknown_config_keys_are_refused(written_run, chat_tokenizer):
 def test_the_legacy_trainer_is_refused(written_run, chat_tokenizer):
     config = compose_config(written_run.config, ["trainer.use_v1=false"])
     gem_error(lambda: play(config, chat_tokenizer, binary_search, row(EASY, 0)), "use_v1")
+
+
+def test_rewards_need_one_run_of_model_tokens_per_turn():
+    from gem_adapters.verl.turns import rewards_on_turn_ends, turn_end_positions
+
+    assert turn_end_positions([1, 1, 0, 0, 1, 0, 1, 1]) == [1, 4, 7]
+    assert rewards_on_turn_ends([0, 1, 1, 0, 1], [0.5, 2.0]).tolist() == [0.0, 0.0, 0.5, 0.0, 2.0]
+    with pytest.raises(GemError, match="2 model turn\\(s\\) but 3 reward"):
+        rewards_on_turn_ends([1, 0, 1], [0.1, 0.2, 0.3])
