@@ -67,8 +67,9 @@ class GemAgentLoop(AgentLoopBase):
     @rollout_trace_op
     async def run(self, sampling_params: dict[str, Any], **kwargs: Any) -> GemAgentLoopOutput:
         env_id, seed = episode_source(kwargs)
-        env = apply_wrappers(make(env_id), self.options.wrappers)
+        env = make(env_id)
         try:
+            env = apply_wrappers(env, self.options.wrappers)
             return await self.play(env, seed, sampling_params)
         finally:
             env.close()

@@ -96,6 +96,7 @@ def write_run(settings: RunSettings, *, progress: Any = None) -> WrittenRun:
     ``progress``, when given, is called with the number of rows written so far.
     """
     settings.check()
+    yaml = yaml_writer()  # fail before writing anything
     out = settings.out_dir.expanduser().resolve()
     out.mkdir(parents=True, exist_ok=True)
     train, val = out / TRAIN_FILE, out / VAL_FILE
@@ -111,7 +112,7 @@ def write_run(settings: RunSettings, *, progress: Any = None) -> WrittenRun:
     longest = max(longest, write_dataset(val, starts[settings.train_size:], settings.options, "val",
                                          val_progress))
     config = out / f"{CONFIG_NAME}.yaml"
-    config.write_text(config_text(settings, train, val))
+    config.write_text(config_text(settings, train, val, yaml))
     return WrittenRun(config, train, val, longest)
 
 
@@ -210,13 +211,18 @@ def experiment_name(settings: RunSettings) -> str:
     return f"{first}{more}-{settings.estimator}"
 
 
-def config_text(settings: RunSettings, train: Path, val: Path) -> str:
-    """The config file: a header saying how to launch it, then the YAML."""
+def yaml_writer() -> Any:
+    """OmegaConf's YAML writer (the YAML dialect Hydra reads)."""
     try:
         from omegaconf import OmegaConf
     except ImportError:
         raise MissingDependencyError("`gem verl config`", "omegaconf", "verl") from None
-    body = OmegaConf.to_yaml(OmegaConf.create(verl_config(settings, train, val)))
+    return lambda data: OmegaConf.to_yaml(OmegaConf.create(data))
+
+
+def config_text(settings: RunSettings, train: Path, val: Path, yaml: Any) -> str:
+    """The config file: a header saying how to launch it, then the YAML."""
+    body = yaml(verl_config(settings, train, val))
     command = WrittenRun(train.parent / f"{CONFIG_NAME}.yaml", train, val, 0).command
     return (
         "# verl config for GEM environments, written by `gem verl config`.\n"

@@ -138,3 +138,8 @@ def make_agent_loop(config: Any, server: Any, tokenizer: Any, *, hf_model_type: 
         data_config=DictConfigWrap(config.data),
         tools=ToolListWrap([]),
     )
+
+
+def pytest_configure(config):
+    # verl announces on import every optional training engine it cannot load (megatron, veomni...).
+    config.addinivalue_line("filterwarnings", "ignore:.*engine is not available:UserWarning")
