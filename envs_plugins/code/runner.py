@@ -1,8 +1,9 @@
-"""Running a submission against its tests: one sandboxed process per submission.
+"""Running a submission against its tests: all of them in one sandboxed process.
 
-The harness (:mod:`gem_envs.code.harness`) runs in the sandbox of :func:`gem_core.tools.run_python`
-and forks one child per test; this module builds its job, reads its report, and judges stdio and
-call tests against expected values that never leave this process.
+The harness (:mod:`gem_envs.code.harness`) runs in a sandbox, warm (:mod:`gem_envs.code.pool`) or
+fresh (:func:`gem_core.tools.run_python`), and forks one child per test; this module builds its
+job, reads its records, and judges stdio and call tests against expected values that never leave
+this process.
 """
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ import json
 import marshal
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import cache
 from importlib import resources
 from typing import Any
 
@@ -28,12 +28,14 @@ REPORT_ALLOWANCE = 4096  # bytes of report per test, beyond its output
 
 SANDBOX_MODES = ("warm", "fresh")
 
-#: What a test can end as. ``not_run``: the total time limit ran out before it started.
-STATUSES = ("passed", "failed", "error", "timeout", "output_limit", "not_run")
 
 
 @dataclass(frozen=True)
 class Outcome:
+    """How one test ended: ``passed``, ``failed`` (wrong output or return value, or an assert),
+    ``error`` (an exception, a crash, a bad exit), ``timeout``, ``output_limit``, or
+    ``not_run`` (the total time limit ran out before it started)."""
+
     status: str
     seconds: float = 0.0
     error: str | None = None
@@ -96,7 +98,7 @@ class Limits:
             )
 
 
-@cache
+@functools.cache
 def harness_source() -> str:
     return resources.files("gem_envs.code").joinpath("harness.py").read_text(encoding="utf-8")
 
