@@ -14,8 +14,8 @@ Protocol. Each job is one line of standard input: base64 of a ``marshal``-ed dic
              | {"kind": "assert", "entry_point": str, "candidate": str,
                 "preamble": str, "setup": str, "test": str}]}
 
-For each job, standard output carries JSON lines: ``{"started": true}``, then one line per
-finished test, ``{"i", "status", "seconds", "exit_code", "output", "report"}``, then
+For each job, standard output carries JSON lines: ``{"started": true}`` at once, then, when the
+job ends, one line per finished test, ``{"i", "status", "seconds", "exit_code", "output", "report"}``, then
 ``{"done": true}``. ``status`` is what the harness saw (``exited``, ``timeout``,
 ``output_limit`` or ``signal``); ``output`` is a stdio test's standard output; ``report`` is the
 JSON text the child wrote about its own run (its outcome, an error message, a call's return
@@ -26,15 +26,17 @@ With ``--serve`` (a warm sandbox, see :mod:`gem_envs.code.pool`) the harness fir
 whatever a test left running, even in a session of its own, and empties its working directory
 after each job, so that one submission cannot touch the next.
 
-Design. The harness compiles the program once, imports the modules listed in ``imports`` (those
-the program imports, so that each test does not pay for them again), then forks one child per
-test. Only children run the submission: the harness never executes untrusted code nor parses
-what children write, a test that hangs is killed with SIGKILL (which no program can catch), and a
-crash, ``os._exit`` or corrupted interpreter state stays in its child. Expected outputs of stdio
-and call tests never enter the sandbox, so a submission cannot read them; assert tests carry
-their expectations in their code, which a determined submission could subvert, as with the
-original HumanEval harness. With ``protect`` the harness makes itself non-dumpable, so that
-children (which lose the result channel) cannot reach it through /proc either.
+Design. The harness compiles the program once and imports the modules listed in ``imports``
+(those the program imports) once; then it forks a child that runs the tests one after another,
+each with its own standard input and output (memory files) and a fresh namespace, and reports
+after each. The harness watches the clock: a test that overruns its time limit has its child (and
+everything the child started) killed with SIGKILL, which no program can catch, and the tests after
+it continue in a new child; so do the tests after one that crashed the child or ended it with
+``os._exit``. The harness itself never runs submitted code nor parses what children write.
+Expected outputs of stdio and call tests never enter the sandbox, so a submission cannot read
+them; assert tests carry their expectations in their code, which a determined submission could
+subvert, as with the original HumanEval harness. With ``protect`` the harness makes itself
+non-dumpable, so that children (which lose the result channel) cannot reach it through /proc.
 """
 
 import _json
@@ -66,8 +68,8 @@ def main():
         job = marshal.loads(binascii.a2b_base64(line))
         if job.get("protect") and not protected:
             protected = protect_from_children()
-        for record in run_job(job, null_fd, result_fd):
-            emit(result_fd, record)
+        emit(result_fd, {"started": True})  # from here on, whatever goes wrong is the program's doing
+        emit(result_fd, list(run_job(job, null_fd, result_fd)))  # one write: one wake-up for the reader
         if not serve:
             break
         if job.get("kill_strays"):
@@ -76,26 +78,28 @@ def main():
     os._exit(0)  # everything is written; skip the interpreter's clean-up
 
 
-def emit(fd, fields):
-    """Write one JSON line; values are str, int, float, bool or None."""
-    parts = []
-    for key, value in fields.items():
-        if value is None:
-            text = "null"
-        elif value is True or value is False:
-            text = "true" if value else "false"
-        elif isinstance(value, str):
-            text = quote(value)
-        else:
-            text = repr(value)
-        parts.append(quote(key) + ": " + text)
-    data = ("{" + ", ".join(parts) + "}\n").encode()
+def emit(fd, records):
+    """Write records as JSON lines; values are str, int, float, bool or None."""
+    lines = []
+    for fields in records if isinstance(records, list) else [records]:
+        parts = []
+        for key, value in fields.items():
+            if value is None:
+                text = "null"
+            elif value is True or value is False:
+                text = "true" if value else "false"
+            elif isinstance(value, str):
+                text = quote(value)
+            else:
+                text = repr(value)
+            parts.append(quote(key) + ": " + text)
+        lines.append("{" + ", ".join(parts) + "}\n")
+    data = "".join(lines).encode()
     while data:
         data = data[os.write(fd, data):]
 
 
 def run_job(job, null_fd, result_fd):
-    yield {"started": True}  # from here on, whatever goes wrong is the program's doing
     tests = job["tests"]
     try:
         program = compile(job["prelude"] + job["program"], "solution.py", "exec")
@@ -109,17 +113,30 @@ def run_job(job, null_fd, result_fd):
     preimport(job["imports"])
     if any(test["kind"] == "call" for test in tests):
         import json  # noqa: F401 - the children encode return values with it
-    memory = int(job.get("memory_mb") or 0) << 20  # address space per test; 0: no limit
-    start = time.monotonic()
-    for i, test in enumerate(tests):
-        remaining = job["total_timeout"] - (time.monotonic() - start)
-        if remaining <= 0:
-            break  # the runner counts tests never reported as not run
-        record = run_test(program, test, null_fd, result_fd, min(job["per_test_timeout"], remaining), memory)
-        record["i"] = i
-        if job.get("kill_strays"):
-            kill_strays()  # processes a test started in a session of their own
-        yield record
+    limits = child_limits(job, tests)
+    files = [test_files(test, null_fd) for test in tests]
+    notify_r, notify_w = os.pipe()
+    deadline = time.monotonic() + job["total_timeout"]
+    first = 0
+    try:
+        while first < len(tests) and time.monotonic() < deadline:
+            pid = os.fork()
+            if pid == 0:  # the child: runs tests from `first` on, never returns
+                os.close(result_fd)
+                os.close(notify_r)
+                child(program, tests, files, first, notify_w, null_fd, limits)
+            try:
+                os.setpgid(pid, pid)
+            except OSError:
+                pass  # the child already did it, or already exited
+            for record in watch(pid, tests, files, first, notify_r, job["per_test_timeout"], deadline):
+                first = record["i"] + 1
+                yield record
+            if job.get("kill_strays"):
+                kill_strays()  # processes a test started in a session of their own
+    finally:
+        for fd in {notify_r, notify_w, *(fd for triple in files for fd in triple)} - {null_fd}:
+            os.close(fd)
     yield {"done": True}
 
 
@@ -172,73 +189,131 @@ def clean_directory(path):
                 pass
 
 
-def run_test(program, test, null_fd, result_fd, timeout, memory):
-    kind = test["kind"]
-    limit = int(test.get("max_output", 0)) + 1 if kind == "stdio" else 0
-    in_fd = make_file("stdin", test["input"].encode("utf-8", "surrogateescape")) if kind == "stdio" else null_fd
-    out_fd = make_file("stdout") if kind == "stdio" else null_fd
-    report_fd = make_file("report")
-    started = time.monotonic()
-    pid = os.fork()
-    if pid == 0:  # the child: never returns
-        os.close(result_fd)
-        child(program, test, in_fd, out_fd, null_fd, report_fd, max(limit, REPORT_LIMIT), memory, timeout)
+def child_limits(job, tests):
+    """Resource limits of a child: file size (outputs), core dumps, CPU time, address space."""
+    largest = max([REPORT_LIMIT] + [int(t.get("max_output", 0)) + 1 for t in tests if t["kind"] == "stdio"])
+    limits = [(resource.RLIMIT_FSIZE, largest), (resource.RLIMIT_CORE, 0),
+              (resource.RLIMIT_CPU, int(job["total_timeout"]) + 2)]
+    if job.get("memory_mb"):
+        limits.append((resource.RLIMIT_AS, int(job["memory_mb"]) << 20))
+    return limits
+
+
+def test_files(test, null_fd):
+    """A test's standard input, standard output and report, as (fd, fd, fd)."""
+    if test["kind"] == "stdio":
+        data = test["input"].encode("utf-8", "surrogateescape")
+        return make_file("stdin", data), make_file("stdout"), make_file("report")
+    return null_fd, null_fd, make_file("report")
+
+
+def watch(pid, tests, files, first, notify_r, per_test_timeout, deadline):
+    """Yield a record for each test the child finishes, in order, until it exits, is killed at a
+    time limit (that test timed out), or has run every test."""
+    pidfd = os.pidfd_open(pid) if hasattr(os, "pidfd_open") else None
+    poller = select.poll()
+    poller.register(notify_r, select.POLLIN)
+    if pidfd is not None:
+        poller.register(pidfd, select.POLLIN)
+    current, started, pending = first, time.monotonic(), b""
     try:
-        os.setpgid(pid, pid)
-    except OSError:
-        pass  # the child already did it, or already exited
-    status = wait_child(pid, timeout)
+        while current < len(tests):
+            limit = min(started + per_test_timeout, deadline)
+            wait = limit - time.monotonic()
+            events = dict(poller.poll(max(0, int(wait * 1000) + 1))) if wait > 0 else {}
+            if notify_r in events:  # "<i>\n" after each finished test; anything else is ignored
+                pending += os.read(notify_r, 4096)
+                *lines, pending = pending.split(b"\n")
+                for line in lines:
+                    if line == str(current).encode():
+                        now = time.monotonic()
+                        yield collect(current, tests[current], files[current], now - started, 0)
+                        current, started = current + 1, now
+                continue
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:  # the child ended before finishing `current`
+                status = os.waitstatus_to_exitcode(status)
+                yield collect(current, tests[current], files[current], time.monotonic() - started, status)
+                return
+            if time.monotonic() >= limit:
+                stop(pid)
+                yield {"i": current, "status": "timeout", "seconds": round(time.monotonic() - started, 6),
+                       "exit_code": None, "output": None, "report": ""}
+                return
+            if pidfd is None:
+                time.sleep(0.001)
+    finally:
+        if pidfd is not None:
+            os.close(pidfd)
+        stop(pid)
+
+
+def stop(pid):
+    """Kill a child and what it started, and reap it."""
     kill_group(pid)
-    seconds = round(time.monotonic() - started, 6)
-    report = read_file(report_fd, REPORT_LIMIT).decode("utf-8", "replace")
-    output = read_file(out_fd, limit) if kind == "stdio" else b""
-    for fd in {in_fd, out_fd, report_fd} - {null_fd}:
-        os.close(fd)
-    record = {"status": "exited", "seconds": seconds, "exit_code": status, "output": None, "report": report}
-    if status is None:
-        record["status"] = "timeout"
-    elif status == -SIGXFSZ or (limit and len(output) >= limit):
+    try:
+        os.kill(pid, SIGKILL)
+        os.waitpid(pid, 0)
+    except (OSError, ChildProcessError):
+        pass
+
+
+def collect(i, test, files, seconds, status):
+    """The record of test ``i``: what the child wrote, and how it ended (``status``: 0 when it
+    finished the test, else its exit status, negative for a signal)."""
+    _, out_fd, report_fd = files
+    limit = int(test.get("max_output", 0)) + 1 if test["kind"] == "stdio" else 0
+    output = read_file(out_fd, limit) if limit else b""
+    record = {"i": i, "status": "exited", "seconds": round(seconds, 6), "exit_code": status, "output": None,
+              "report": read_file(report_fd, REPORT_LIMIT).decode("utf-8", "replace")}
+    if status == -SIGXFSZ or (limit and len(output) >= limit):
         record["status"] = "output_limit"
     elif status < 0:
         record["status"] = "signal"
-    elif kind == "stdio":
+    elif limit:
         record["output"] = output.decode("utf-8", "replace")
     return record
 
 
-def child(program, test, in_fd, out_fd, null_fd, report_fd, file_limit, memory, timeout):
-    """Run one test and leave through ``os._exit``; the outcome goes to ``report_fd``."""
-    code = 1
+def child(program, tests, files, first, notify_w, null_fd, limits):
+    """Run tests ``first`` onwards, one after another, each with its own input, output, namespace
+    and builtins; after each, write its report and tell the harness. Leaves through ``os._exit``."""
     try:
-        os.setpgid(0, 0)  # a group of its own, so that a timeout kills its children too
-        resource.setrlimit(resource.RLIMIT_FSIZE, (file_limit, file_limit))
-        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-        cpu = int(timeout) + 2
-        _, hard = resource.getrlimit(resource.RLIMIT_CPU)
-        if hard == resource.RLIM_INFINITY or cpu < hard:
-            resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu))
-        if memory:
-            _, hard = resource.getrlimit(resource.RLIMIT_AS)
-            if hard == resource.RLIM_INFINITY or memory < hard:
-                resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
-        os.dup2(in_fd, 0)
-        os.dup2(out_fd, 1)
+        os.setpgid(0, 0)  # a group of its own, so that stopping it stops what it started
+        for limit, value in limits:
+            _, hard = resource.getrlimit(limit)
+            if hard == resource.RLIM_INFINITY or value < hard:
+                resource.setrlimit(limit, (value, value))
         os.dup2(null_fd, 2)
-        sys.stdin = open(0, encoding="utf-8", errors="surrogateescape", closefd=False)
-        sys.stdout = open(1, "w", encoding="utf-8", closefd=False)
         sys.stderr = open(2, "w", encoding="utf-8", closefd=False)
-        report, code = execute(program, test)
-    except BaseException as e:  # noqa: BLE001 - everything a program raises is a test outcome
-        report = outcome("error", describe(e))
-    try:
-        sys.stdout.flush()
     except BaseException:
-        pass
-    try:
-        os.write(report_fd, report.encode("utf-8", "replace")[:REPORT_LIMIT])
-    except BaseException:
-        pass
-    os._exit(code)
+        os._exit(1)
+    builtins = __builtins__ if isinstance(__builtins__, dict) else __builtins__.__dict__
+    pristine, recursion = dict(builtins), sys.getrecursionlimit()
+    for i in range(first, len(tests)):
+        in_fd, out_fd, report_fd = files[i]
+        if i > first:  # what the previous test changed in the interpreter is put back
+            builtins.clear()
+            builtins.update(pristine)
+            sys.setrecursionlimit(recursion)
+        try:
+            os.dup2(in_fd, 0)
+            os.dup2(out_fd, 1)
+            sys.stdin = open(0, encoding="utf-8", errors="surrogateescape", closefd=False)
+            sys.stdout = open(1, "w", encoding="utf-8", closefd=False)
+            report = execute(program, tests[i])
+        except BaseException as e:  # noqa: BLE001 - everything a program raises is a test outcome
+            report = outcome("error", describe(e))
+        try:
+            sys.stdout.flush()
+        except BaseException:
+            pass
+        try:
+            os.write(report_fd, report.encode("utf-8", "replace")[:REPORT_LIMIT])
+            os.write(notify_w, b"%d\n" % i)
+        except BaseException:
+            os._exit(1)
+    os._exit(0)
 
 
 def outcome(status, error=None, value=None):
@@ -251,19 +326,19 @@ def outcome(status, error=None, value=None):
 
 
 def execute(program, test):
-    """Run the test; returns (the report, exit status)."""
+    """Run the test in a fresh namespace; returns the report."""
     namespace = {"__name__": "__main__", "__builtins__": __builtins__}
     kind = test["kind"]
     try:
         exec(program, namespace)
     except SystemExit as e:
         if kind == "stdio" and e.code in (None, 0):
-            return outcome("ok"), 0
-        return outcome("error", f"SystemExit({e.code!r})"), 1
+            return outcome("ok")
+        return outcome("error", f"SystemExit({e.code!r})")
     except BaseException as e:
-        return outcome("error", describe(e)), 1
+        return outcome("error", describe(e))
     if kind == "stdio":
-        return outcome("ok"), 0
+        return outcome("ok")
     if kind == "call":
         import json
 
@@ -271,23 +346,23 @@ def execute(program, test):
         try:
             text = json.dumps(value)
         except (TypeError, ValueError) as e:
-            return outcome("error", f"The return value cannot be compared: {e}"), 1
+            return outcome("error", f"The return value cannot be compared: {e}")
         if len(text) > test["max_output"]:
-            return outcome("error", "The return value is too large."), 1
-        return outcome("ok", value=text), 0
+            return outcome("error", "The return value is too large.")
+        return outcome("ok", value=text)
     candidate = namespace.get(test["entry_point"])
     if candidate is None:
-        return outcome("error", f"The program does not define {test['entry_point']}()."), 1
+        return outcome("error", f"The program does not define {test['entry_point']}().")
     scope = dict(namespace)
     scope[test["candidate"]] = candidate
     try:
         for part in ("preamble", "setup", "test"):
             exec(compile(test[part], f"<test {part}>", "exec"), scope)
     except AssertionError as e:
-        return outcome("failed", describe(e)), 0
+        return outcome("failed", describe(e))
     except BaseException as e:
-        return outcome("error", describe(e)), 1
-    return outcome("passed"), 0
+        return outcome("error", describe(e))
+    return outcome("passed")
 
 
 def find_function(namespace, name):
@@ -331,41 +406,6 @@ def read_file(fd, limit):
         chunks.append(chunk)
         size += len(chunk)
     return b"".join(chunks)
-
-
-def wait_child(pid, timeout):
-    """The child's exit status (negative: killed by that signal), or None after a timeout (the
-    child is then killed)."""
-    deadline = time.monotonic() + timeout
-    pidfd = None
-    try:
-        pidfd = os.pidfd_open(pid)
-    except (AttributeError, OSError):
-        pass
-    try:
-        while True:
-            done, status = os.waitpid(pid, os.WNOHANG)
-            if done:
-                return os.waitstatus_to_exitcode(status)
-            left = deadline - time.monotonic()
-            if left <= 0:
-                break
-            if pidfd is not None:
-                poller = select.poll()
-                poller.register(pidfd, select.POLLIN)
-                poller.poll(max(1, int(left * 1000)))
-            else:
-                time.sleep(min(left, 0.002))
-    finally:
-        if pidfd is not None:
-            os.close(pidfd)
-    kill_group(pid)
-    try:
-        os.kill(pid, SIGKILL)
-    except OSError:
-        pass
-    os.waitpid(pid, 0)
-    return None
 
 
 def kill_group(pid):

@@ -9,7 +9,8 @@ from the same clean state. After each submission the harness kills every process
 sandbox and empties its /tmp, so one submission cannot touch the next. A sandbox that misbehaves
 (killed by a test, stuck past its deadline) is thrown away and replaced.
 
-A :class:`SandboxPool` lends sandboxes to concurrent callers and keeps a few idle ones.
+A :class:`SandboxPool` lends sandboxes to concurrent callers, one each, and keeps them for
+reuse: as many as were ever in use at once, up to ``max_sandboxes``.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ PROCESS_LIMIT = 64  # processes and threads of one sandbox (the harness, a test 
 OPEN_FILES = 256
 TMP_BYTES = 64 << 20
 JOBS_PER_SANDBOX = 500  # a sandbox is replaced after this many submissions
+MAX_SANDBOXES = 32  # sandboxes one pool keeps, in use and idle
 START_TIMEOUT = 60.0
 
 # Runs first in the sandbox's fresh interpreter (started with -I -S): installs the interpreter's
@@ -165,9 +167,10 @@ class WarmSandbox:
 class SandboxPool:
     """Lends warm sandboxes, one caller at a time each, starting new ones as needed."""
 
-    def __init__(self, harness: str, python: str | None = None, max_idle: int = 4):
-        self.harness, self.python, self.max_idle = harness, python, max_idle
+    def __init__(self, harness: str, python: str | None = None, max_sandboxes: int = MAX_SANDBOXES):
+        self.harness, self.python, self.max_sandboxes = harness, python, max_sandboxes
         self._idle: list[WarmSandbox] = []
+        self._in_use = 0
         self._lock = threading.Lock()
         self._closed = False
 
@@ -175,10 +178,9 @@ class SandboxPool:
         sandbox = self._borrow()
         try:
             records = sandbox.run(job_line, timeout)
-        except SandboxBroken:
-            raise  # the sandbox is closed; a new one replaces it next time
         except BaseException:
-            sandbox.close()
+            sandbox.close()  # a new one replaces it next time
+            self._give_back(None)
             raise
         self._give_back(sandbox)
         return records
@@ -187,21 +189,29 @@ class SandboxPool:
         with self._lock:
             if self._closed:
                 raise GemError("The sandbox pool is closed.")
+            self._in_use += 1
             while self._idle:
                 sandbox = self._idle.pop()
                 if sandbox.alive:
                     return sandbox
                 sandbox.close()
-        return WarmSandbox(self.harness, self.python)
+        try:
+            return WarmSandbox(self.harness, self.python)
+        except BaseException:
+            with self._lock:
+                self._in_use -= 1
+            raise
 
-    def _give_back(self, sandbox: WarmSandbox) -> None:
+    def _give_back(self, sandbox: WarmSandbox | None) -> None:
         with self._lock:
-            keep = not self._closed and sandbox.alive and sandbox.jobs < JOBS_PER_SANDBOX \
-                and len(self._idle) < self.max_idle
+            self._in_use -= 1
+            keep = sandbox is not None and not self._closed and sandbox.alive \
+                and sandbox.jobs < JOBS_PER_SANDBOX and len(self._idle) + self._in_use < self.max_sandboxes
             if keep:
                 self._idle.append(sandbox)
                 return
-        sandbox.close()
+        if sandbox is not None:
+            sandbox.close()
 
     @property
     def idle(self) -> int:

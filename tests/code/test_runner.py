@@ -90,6 +90,14 @@ def test_crashing_program():
     assert outcome_statuses("raise SystemExit('bye')") == ["error"] * 4
 
 
+def test_a_test_that_kills_its_process_does_not_take_the_others_down():
+    program = ("import ctypes, os\na, b = map(int, input().split())\n"
+               "if a < 0:\n    ctypes.string_at(0)\nif a == 7:\n    os._exit(3)\nprint(a + b)")
+    report = run_tests(SUM, program, FAST)
+    assert [o.status for o in report.outcomes] == ["passed", "error", "passed", "error"]
+    assert "signal" in report.outcomes[1].error and "status 3" in report.outcomes[3].error
+
+
 def test_syntax_error_fails_every_test():
     report = run_tests(SUM, "def broken(:\n    pass", FAST)
     assert [o.status for o in report.outcomes] == ["error"] * 4
