@@ -139,11 +139,18 @@ def imported_modules(source: str) -> list[str]:
             names.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
             names.add(node.module)
-    return sorted(name for name in names if name.partition(".")[0] not in _NEVER_PREIMPORT)
+    return sorted(name for name in names if not _never_preimport(name))
 
 
-# Modules whose import has effects the harness must not have (they run again in each test).
-_NEVER_PREIMPORT = frozenset({"antigravity", "this", "__main__", "__hello__", "__phello__"})
+# Modules whose import does something (prints, opens windows or browsers, runs a program): the
+# harness, which may serve many submissions, must not import them itself.
+_NEVER_PREIMPORT = frozenset({"antigravity", "this", "__hello__", "__phello__", "idlelib", "tkinter",
+                              "turtle", "turtledemo", "webbrowser", "pydoc", "code", "pdb"})
+
+
+def _never_preimport(name: str) -> bool:
+    parts = name.split(".")
+    return parts[0] in _NEVER_PREIMPORT or "__main__" in parts
 
 
 def sandbox_limits(problem: CodeProblem, limits: Limits) -> dict[str, Any]:

@@ -192,8 +192,8 @@ def test_call_tests():
 
 
 def test_heavy_imports_are_paid_once():
-    assert imported_modules("import numpy as np\nfrom os.path import join\nfrom . import x\nimport this") == \
-        ["numpy", "os.path"]
+    source = "import numpy as np\nfrom os.path import join\nfrom . import x\nimport this, unittest.__main__"
+    assert imported_modules(source) == ["numpy", "os.path"]
     problem = CodeProblem("sum", tuple(StdioTest(f"{n}\n", f"{n * (n - 1) // 2}\n") for n in range(1, 9)))
     report = run_tests(problem, "import numpy as np\nprint(int(np.arange(int(input())).sum()))", FAST)
     assert report.all_passed
