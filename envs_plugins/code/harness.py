@@ -222,14 +222,15 @@ def watch(pid, tests, files, first, notify_r, per_test_timeout, deadline):
             wait = limit - time.monotonic()
             events = dict(poller.poll(max(0, int(wait * 1000) + 1))) if wait > 0 else {}
             if notify_r in events:  # "<i>\n" after each finished test; anything else is ignored
-                pending += os.read(notify_r, 4096)
+                pending = (pending + os.read(notify_r, 4096))[-4096:]
                 *lines, pending = pending.split(b"\n")
                 for line in lines:
-                    if line == str(current).encode():
+                    if current < len(tests) and line == str(current).encode():
                         now = time.monotonic()
                         yield collect(current, tests[current], files[current], now - started, 0)
                         current, started = current + 1, now
-                continue
+                if current >= len(tests):
+                    return
             done, status = os.waitpid(pid, os.WNOHANG)
             if done:  # the child ended before finishing `current`
                 status = os.waitstatus_to_exitcode(status)

@@ -118,6 +118,14 @@ def test_a_loop_that_swallows_every_exception_is_still_killed():
     assert outcome_statuses(program, limits=limits) == ["timeout"] * 4
 
 
+def test_chatter_on_the_harness_channel_does_not_stop_the_clock():
+    limits = Limits(per_test_timeout=0.3, total_timeout=10.0, memory_mb=512)
+    program = "import os\nwhile True:\n    for fd in range(3, 20):\n        try:\n            os.write(fd, b'7\\n0\\n')\n" \
+              "        except OSError:\n            pass"
+    # "0" passes for test 0's end-of-test notice: that test is judged on its (empty) output
+    assert outcome_statuses(program, limits=limits) == ["failed", "timeout", "timeout", "timeout"]
+
+
 def test_total_time_limit_stops_the_run():
     limits = Limits(per_test_timeout=0.4, total_timeout=0.9, memory_mb=512)
     report = run_tests(SUM, "while True:\n    pass", limits)
