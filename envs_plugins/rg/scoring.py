@@ -1,0 +1,46 @@
+"""Scoring with reasoning-gym's own scorers. Runs inside scoring workers (see
+:mod:`gem_envs.math.workers`): some scorers ``eval`` the answer or hand it to sympy, so they get
+a time limit and a sandbox.
+
+One scorer is replaced: reasoning-gym's ``game_of_life_halting`` scorer compares ``bool(answer)``
+with ``bool(gold)``, which accepts every non-empty answer; it is graded here by exact
+(case-insensitive) match instead.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gem_envs.rg.datasets import TaskDataset
+
+
+def _exact_match(answer: str | None, entry: dict[str, Any]) -> float:
+    gold = str(entry["answer"]).strip().lower()
+    return float(answer is not None and answer.strip().lower() == gold)
+
+
+REPLACED_SCORERS = {"game_of_life_halting": _exact_match}
+
+
+def prepare(name: str, size: int, seed: int, config: dict[str, Any]) -> None:
+    """Build (once) the dataset whose entries are about to be scored."""
+    _dataset(name, size, seed, config)
+
+
+def score(name: str, size: int, seed: int, config: dict[str, Any], answer: str | None,
+          entry: dict[str, Any]) -> float:
+    """The score of ``answer`` for ``entry`` of the dataset built from these arguments."""
+    source = (entry.get("metadata") or {}).get("source_dataset", name)
+    replaced = REPLACED_SCORERS.get(source)
+    if replaced is not None:
+        return replaced(answer, entry)
+    dataset = _dataset(name, size, seed, config)
+    return float(dataset.score_answer(answer=answer, entry=entry))
+
+
+def _dataset(name: str, size: int, seed: int, config: dict[str, Any]) -> Any:
+    return TaskDataset(name, size, seed, config).dataset  # built once per arguments (cached)
+
+
+def warm_up() -> None:
+    import reasoning_gym  # noqa: F401  (seconds to import; done before the worker reports ready)
