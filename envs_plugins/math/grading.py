@@ -119,7 +119,11 @@ _pool_lock = threading.Lock()
 
 def require_math_verify() -> None:
     """Raise :class:`MissingDependencyError` unless math-verify is installed."""
-    if importlib.util.find_spec("math_verify") is None:
+    try:
+        found = importlib.util.find_spec("math_verify") is not None
+    except ValueError:  # a module entry without a spec: treat as missing
+        found = False
+    if not found:
         raise MissingDependencyError("Math answer grading", "math_verify", "envs")
 
 

@@ -16,7 +16,8 @@ class QuestionEnv(Env):
 
     With ``shuffle`` each episode draws a problem at random from the environment's generator
     (seeded by ``reset(seed)``); without it, problems come in order and ``reset(seed=n)`` starts
-    at problem ``n`` (modulo the count). ``reset(idx=i)`` always shows problem ``i``. The
+    at problem ``n`` (modulo the count). ``reset(idx=i)`` shows problem ``i`` (and, without
+    shuffle, the next reset shows ``i + 1``). The
     observation is the question, then a blank line and ``instruction`` unless it is empty.
     """
 
@@ -50,9 +51,8 @@ class QuestionEnv(Env):
             index = self.rng.randrange(count)
         else:
             index = (seed if seed is not None else self._next_position) % count
-            self._next_position = index + 1
         question = self.load_problem(index)
-        self.index, self.done = index, False
+        self.index, self.done, self._next_position = index, False, index + 1
         observation = f"{question}\n\n{self.instruction}" if self.instruction else question
         return observation, {"index": index}
 

@@ -2,13 +2,16 @@
 :mod:`gem_envs.math.workers`): some scorers ``eval`` the answer or hand it to sympy, so they get
 a time limit and a sandbox.
 
-One scorer is replaced: reasoning-gym's ``game_of_life_halting`` scorer compares ``bool(answer)``
-with ``bool(gold)``, which accepts every non-empty answer; it is graded here by exact
-(case-insensitive) match instead.
+Two scorers of reasoning-gym 0.1.25 are replaced because they give full marks to wrong answers:
+``game_of_life_halting`` compares ``bool(answer)`` with ``bool(gold)`` (every non-empty answer
+passes), graded here by exact case-insensitive match; ``coin_flip`` divides its partial credit by
+the shorter string (``0`` scores 1 against any probability below 1), divided here by the longer.
 """
 
 from __future__ import annotations
 
+import os
+from fractions import Fraction
 from typing import Any
 
 from gem_envs.rg.datasets import TaskDataset
@@ -19,7 +22,19 @@ def _exact_match(answer: str | None, entry: dict[str, Any]) -> float:
     return float(answer is not None and answer.strip().lower() == gold)
 
 
-REPLACED_SCORERS = {"game_of_life_halting": _exact_match}
+def _probability(answer: str | None, entry: dict[str, Any], tolerance: float = 1e-4) -> float:
+    try:
+        value = float(Fraction((answer or "").replace(",", "")))
+        gold = float(Fraction(str(entry["answer"]).replace(",", "")))
+    except (ValueError, ZeroDivisionError, OverflowError):
+        return 0.0
+    if abs(value - gold) <= tolerance:
+        return 1.0
+    written, expected = f"{value:.10g}", f"{gold:.10g}"
+    return len(os.path.commonprefix([written, expected])) / max(len(written), len(expected))
+
+
+REPLACED_SCORERS = {"game_of_life_halting": _exact_match, "coin_flip": _probability}
 
 
 def prepare(name: str, size: int, seed: int, config: dict[str, Any]) -> None:
