@@ -8,8 +8,10 @@ episode depends only on its number and on the problem the environment shows (bot
 problems without shuffling; the reference reshuffles after each pass).
 
 Run as ``python bench/workloads/math.py --impl ours|reference [--quick]`` with the interpreter of
-the implementation under test; the last stdout line is ``{"metrics": {...}}``. The reference's
-math environment imports ``datasets``, which gem-llm installs only with its ``search`` extra.
+the implementation under test; the last stdout line is ``{"metrics": {...}}`` and stderr gets the
+mean reward (a check that both grade alike). The reference's math environment imports
+``datasets`` and ``pylatexenc``, which gem-llm 0.1.0 does not install; without them the reference
+run exits with status 3 and says so.
 """
 
 import os
@@ -21,6 +23,7 @@ if sys.path and os.path.abspath(sys.path[0]) == os.path.dirname(os.path.abspath(
     del sys.path[0]
 
 import argparse  # noqa: E402
+import importlib.util  # noqa: E402
 import json  # noqa: E402
 import time  # noqa: E402
 from pathlib import Path  # noqa: E402
@@ -62,12 +65,12 @@ def make_env(impl: str, rows: list[dict[str, str]]):
         import gem_core
 
         return gem_core.make("math:Math12K", dataset=rows, shuffle=False)
-    try:
-        from datasets import Dataset
-    except ImportError:
-        print(f"The reference math environment needs the `datasets` package, which this "
-              f"interpreter lacks: {sys.executable} -m pip install datasets", file=sys.stderr)
-        sys.exit(2)
+    missing = [m for m in ("datasets", "pylatexenc") if importlib.util.find_spec(m) is None]
+    if missing:  # gem-llm 0.1.0 does not install what its math environment imports
+        print(f"The reference math environment imports {' and '.join(missing)}, which this "
+              f"interpreter lacks: {sys.executable} -m pip install {' '.join(missing)}", file=sys.stderr)
+        sys.exit(3)
+    from datasets import Dataset
     import gem
     import pyarrow
 
@@ -104,7 +107,6 @@ def main() -> None:
           file=sys.stderr)
     print(json.dumps({"metrics": {
         "episodes_per_s": {"value": episodes / seconds, "unit": "episodes/s", "better": "higher"},
-        "mean_reward": {"value": total / episodes, "unit": "reward", "better": "higher"},
     }}))
 
 

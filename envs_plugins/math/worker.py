@@ -64,22 +64,24 @@ def main(argv: list[str]) -> int:
         request = _receive(requests)
         if request is None:
             return 0
-        setup, function, args, time_limit = pickle.loads(request)
-        if setup is not None:
-            try:
+        try:
+            setup, function, args, time_limit = pickle.loads(request)
+            if setup is not None:
                 getattr(module, setup[0])(*setup[1])
-            except BaseException as e:
-                _send(replies, {"error": f"setup failed: {type(e).__name__}: {_short(e)}"})
-                continue
+        except BaseException as e:
+            _send(replies, {"error": f"setup failed: {type(e).__name__}: {_short(e)}"})
+            continue
+        if setup is not None:
             _send(replies, {"started": True})
-        _send(replies, _run(getattr(module, function), args, time_limit))
+        _send(replies, _run(module, function, args, time_limit))
 
 
-def _run(function: Any, args: tuple[Any, ...], time_limit: float) -> dict[str, Any]:
+def _run(module: Any, name: str, args: tuple[Any, ...], time_limit: float) -> dict[str, Any]:
     global _expired
     _expired = False
     _allow_cpu_seconds(time_limit)
     try:
+        function = getattr(module, name)
         try:
             signal.setitimer(signal.ITIMER_REAL, time_limit)
             value = function(*args)
@@ -96,7 +98,7 @@ def _run(function: Any, args: tuple[Any, ...], time_limit: float) -> dict[str, A
     try:
         json.dumps(value)
     except (TypeError, ValueError):
-        return {"error": f"{function.__name__} returned a {type(value).__name__}, not JSON data"}
+        return {"error": f"{name} returned a {type(value).__name__}, not JSON data"}
     return {"value": value}
 
 
