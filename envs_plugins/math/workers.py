@@ -166,7 +166,6 @@ class WorkerPool:
         self._all: set[_Worker] = set()
         self._live = 0
         self._condition = threading.Condition()
-        self._closed = False
         _POOLS.add(self)
 
     def call(self, function: str, *args: Any, time_limit: float,
@@ -196,7 +195,7 @@ class WorkerPool:
     def warm(self) -> None:
         """Start one worker in the background if none runs yet (returns at once)."""
         with self._condition:
-            if self._live or self._closed:
+            if self._live:
                 return
             self._live += 1
         try:
@@ -334,10 +333,9 @@ def _probe_sandbox() -> list[str]:
                        "WITHOUT a file-system and network sandbox. Install it (apt install "
                        "bubblewrap) to isolate them.")
         return []
-    command = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
-    for path in _paths_under_tmp():  # the tmpfs would hide an interpreter or packages kept in /tmp
-        command += ["--ro-bind", path, path]
-    command += ["--unshare-all", "--"]
+    # Everything read-only (so interpreters and packages wherever they live, /tmp included, still
+    # load), no network, separate process and IPC namespaces.
+    command = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-all", "--"]
     try:
         probe = subprocess.run([*command, sys.executable, "-c", ""], capture_output=True, timeout=60)
         failure = probe.stderr.decode(errors="replace").strip() if probe.returncode else None
@@ -348,20 +346,6 @@ def _probe_sandbox() -> list[str]:
                        "WITHOUT a file-system and network sandbox.", failure)
         return []
     return command
-
-
-def _paths_under_tmp() -> list[str]:
-    candidates = {sys.prefix, sys.base_prefix, sys.exec_prefix, os.getcwd(),
-                  os.path.dirname(os.path.realpath(sys.executable)), *sys.path}
-    found = sorted({os.path.realpath(p) for p in candidates if p and os.path.exists(p)})
-    found = [p for p in found if p == "/tmp" or p.startswith("/tmp/")]
-    if "/tmp" in found:
-        return ["/tmp"]
-    kept: list[str] = []
-    for path in found:  # sorted, so a parent comes before its children
-        if not any(path.startswith(parent + "/") for parent in kept):
-            kept.append(path)
-    return kept
 
 
 # -- process-wide bookkeeping -------------------------------------------------------------------
@@ -375,8 +359,15 @@ def _close_all() -> None:
 
 
 def _forget_after_fork() -> None:
-    """In a forked child, the parent's workers are the parent's: drop them without killing."""
+    """In a forked child, the parent's workers are the parent's: let go of them without killing
+    them (closing the child's copies of their pipes, so that they still notice the parent exit)."""
     for pool in list(_POOLS):
+        for worker in pool._all:
+            for stream in (worker.process.stdin, worker.process.stdout):
+                try:
+                    stream.close()
+                except OSError:
+                    pass
         pool._idle, pool._all, pool._live = [], set(), 0
         pool._condition = threading.Condition()
 

@@ -196,9 +196,29 @@ def test_a_module_that_fails_to_import_raises_a_clear_error():
 
 @pytest.mark.skipif(not sandbox_prefix(), reason="bubblewrap is not available here")
 def test_workers_cannot_write_files_or_see_the_callers_processes(pool, tmp_path):
-    outside = REPO / "tests" / "math" / "written-by-a-worker"
-    assert "Errno 30" in pool.call("touch", str(outside), time_limit=5).error  # read-only
-    assert not outside.exists()
-    pool.call("touch", str(tmp_path / "x"), time_limit=5)  # a private /tmp
-    assert not (tmp_path / "x").exists()
+    for target in (REPO / "tests" / "math" / "written-by-a-worker", tmp_path / "x"):
+        assert "Errno 30" in pool.call("touch", str(target), time_limit=5).error  # read-only
+        assert not target.exists()
     assert pool.call("parent_pid", time_limit=5).value != os.getpid()  # its own process namespace
+
+
+def test_a_forked_child_starts_its_own_workers():
+    code = textwrap.dedent(f"""
+        import os
+        from gem_envs.math.workers import WorkerPool
+        pool = WorkerPool({MODULE!r}, max_workers=1)
+        parent_pid = os.getpid()
+        assert pool.call("add", 1, 1, time_limit=5).value == 2
+        before = pool.worker_pids
+        child = os.fork()
+        if child == 0:
+            ok = pool.call("add", 2, 2, time_limit=5).value == 4 and pool.worker_pids != before
+            pool.close()
+            os._exit(0 if ok else 1)
+        _, status = os.waitpid(child, 0)
+        assert os.waitstatus_to_exitcode(status) == 0
+        assert pool.call("add", 3, 3, time_limit=5).value == 6 and pool.worker_pids == before
+        print("ok")
+    """)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.stdout.strip() == "ok", done.stderr
