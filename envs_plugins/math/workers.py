@@ -13,7 +13,7 @@ long-lived worker processes (see :mod:`gem_envs.math.worker` for the other side)
   interpreter exit, a worker whose caller died exits (its stdin closes), and a CPU-time limit
   bounds one stuck in C code;
 * workers run under bubblewrap when it is available (read-only file system, no network, own
-  process namespace), with address-space and file-size limits.
+  process namespace), with address-space and file-size limits (no writes once started).
 
 Workers load one module given by name and run its functions; a module may define ``warm_up()``,
 which runs once before the worker reports ready.
@@ -333,9 +333,11 @@ def _probe_sandbox() -> list[str]:
                        "WITHOUT a file-system and network sandbox. Install it (apt install "
                        "bubblewrap) to isolate them.")
         return []
-    # Everything read-only (so interpreters and packages wherever they live, /tmp included, still
-    # load), no network, separate process and IPC namespaces.
-    command = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-all", "--"]
+    # Everything read-only, so that interpreters and packages load wherever they live (/tmp
+    # included); a private scratch directory for libraries that write caches on import (matplotlib,
+    # which reasoning-gym imports); no network; separate process and IPC namespaces.
+    command = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--tmpfs", "/dev/shm", "--proc", "/proc",
+               "--setenv", "TMPDIR", "/dev/shm", "--unshare-all", "--"]
     try:
         probe = subprocess.run([*command, sys.executable, "-c", ""], capture_output=True, timeout=60)
         failure = probe.stderr.decode(errors="replace").strip() if probe.returncode else None

@@ -1,6 +1,7 @@
 """Functions that tests run in scoring workers (module ``tests.math.worker_functions``)."""
 
 import os
+import tempfile
 import time
 
 
@@ -59,6 +60,9 @@ def touch(path):
 
 
 def warm_up():
+    """Like libraries that write a cache when imported, needs a writable temporary folder."""
+    with tempfile.NamedTemporaryFile("w") as cache:
+        cache.write("cache")
     os.environ["WARMED_UP"] = "yes"
 
 
