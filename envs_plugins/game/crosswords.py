@@ -7,7 +7,7 @@ import string
 
 from gem_envs.game import words
 from gem_envs.game.base import GameEnv, GameSettingsError, Outcome, Reward, check_positive
-from gem_envs.game.word_grid import EMPTY, lay_out
+from gem_envs.game.word_grid import EMPTY, Placement, lay_out
 
 #: Words and turns of the -random variant (which also draws ``hardcore`` per episode).
 RANDOM_NUM_WORDS, RANDOM_MAX_TURNS = 3, 20
@@ -42,6 +42,7 @@ class CrosswordsEnv(GameEnv):
         self.num_words = num_words or RANDOM_NUM_WORDS
         self.solution: list[list[str]] = []
         self.board: list[list[str]] = []
+        self.placements: list[Placement] = []
         self.clues: list[tuple[str, str, int]] = []  # (clue, direction, length)
         self.letter_cells = 1
         self.hidden_left = 0
@@ -63,6 +64,7 @@ class CrosswordsEnv(GameEnv):
         clue_of = {e.word: e.clue for e in chosen}
         self.solution = grid.letters
         self.board = [[EMPTY if ch == EMPTY else HIDDEN for ch in row] for row in grid.letters]
+        self.placements = grid.placements
         self.clues = [(clue_of[p.word], p.direction, len(p.word)) for p in grid.placements]
         self.letter_cells = self.hidden_left = sum(row.count(HIDDEN) for row in self.board)
 

@@ -7,7 +7,7 @@ import string
 
 from gem_envs.game import words
 from gem_envs.game.base import GameEnv, GameSettingsError, Outcome, Reward, check_positive
-from gem_envs.game.word_grid import EMPTY, lay_out
+from gem_envs.game.word_grid import EMPTY, Placement, lay_out
 
 #: Words and turns of the -random variant (which also draws ``hardcore`` per episode).
 RANDOM_NUM_WORDS, RANDOM_MAX_TURNS = 5, 20
@@ -41,6 +41,7 @@ class WordSearchEnv(GameEnv):
         self.max_turns = max_turns or RANDOM_MAX_TURNS
         self.num_words = num_words or RANDOM_NUM_WORDS
         self.grid: list[list[str]] = []
+        self.placements: list[Placement] = []
         self.hidden: set[str] = set()
         self.found: set[str] = set()
         self.highlighted: set[tuple[int, int]] = set()
@@ -61,6 +62,7 @@ class WordSearchEnv(GameEnv):
                     break
         letters = string.ascii_uppercase
         self.grid = [[ch if ch != EMPTY else rng.choice(letters) for ch in row] for row in layout.letters]
+        self.placements = layout.placements
         self.hidden = set(chosen)
         self.found = set()
         self.highlighted = set()
