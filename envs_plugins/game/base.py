@@ -20,6 +20,7 @@ next, which observation wrappers append to the observation).
 from __future__ import annotations
 
 import random
+import re
 from collections.abc import Sequence
 from typing import Any, TypeVar
 
@@ -31,6 +32,7 @@ T = TypeVar("T")
 
 #: Box contents longer than this are not read as a move (a format error).
 MAX_ANSWER_CHARS = 200
+_SIMPLE_BOX = re.compile(r"\\boxed\{([^{}]*)\}")
 
 
 class Reward:
@@ -158,15 +160,16 @@ def parse_answer(action: str) -> str | None:
     """The stripped content of the last complete ``\\boxed{}`` (as
     :func:`gem_core.parsing.last_boxed` reads it); None if there is none or it is longer than
     :data:`MAX_ANSWER_CHARS`."""
-    if not isinstance(action, str):
+    try:
+        start = action.rfind("\\boxed")
+    except AttributeError:  # not a string
         return None
-    # Fast path for the usual answer, a last \boxed{...} with no braces inside: it is the box
-    # that opens last and it is complete, so last_boxed would return the same text.
-    start = action.rfind("\\boxed")
-    if start >= 0 and action.startswith("{", start + 6) and "\\fbox" not in action:
-        end = action.find("}", start + 7)
-        if end >= 0 and action.find("{", start + 7, end) < 0:
-            answer = action[start + 7:end]
+    # Fast path for the usual answer, a last \boxed{...} with no braces inside and no \fbox
+    # after it: that box opens last and is complete, so last_boxed would return the same text.
+    if start >= 0:
+        match = _SIMPLE_BOX.match(action, start)
+        if match is not None and action.find("\\fbox", start) < 0:
+            answer = match.group(1)
             return answer.strip() if len(answer) <= MAX_ANSWER_CHARS else None
     answer = last_boxed(action)
     if answer is None or len(answer) > MAX_ANSWER_CHARS:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from functools import cache
 
-from gem_envs.game.base import GameEnv, Outcome, Reward, check_positive, pick
+from gem_envs.game.base import GameEnv, GameSettingsError, Outcome, Reward, check_positive, pick
 
 #: (num_rows, max_turns) drawn per episode by the -random variant.
 RANDOM_SETTINGS = ((2, 10), (3, 20), (4, 50))
@@ -12,6 +12,7 @@ RANDOM_SETTINGS = ((2, 10), (3, 20), (4, 50))
 #: How the blank moves for each command: the named tile slides into the blank.
 _BLANK_STEP = {"up": (1, 0), "down": (-1, 0), "left": (0, 1), "right": (0, -1)}
 MOVES = tuple(_BLANK_STEP)
+_LABELS = ("__", *(f"{t:2}" for t in range(1, 100)))  # how each tile is shown
 
 
 class FifteenPuzzleEnv(GameEnv):
@@ -31,6 +32,8 @@ class FifteenPuzzleEnv(GameEnv):
         self.random_settings = num_rows is None or max_turns is None
         if not self.random_settings:
             check_positive("num_rows", num_rows, minimum=2)
+            if num_rows > 9:
+                raise GameSettingsError(f"num_rows must be at most 9, got {num_rows}.")
             check_positive("max_turns", max_turns)
         self.num_rows = num_rows or 3
         self.max_turns = max_turns or 20
@@ -74,10 +77,8 @@ class FifteenPuzzleEnv(GameEnv):
         return f"Here is the board:\n{self.render()}\nEnter your move."
 
     def render(self) -> str:
-        n = self.num_rows
-        return "\n".join(
-            " ".join("__" if t == 0 else f"{t:2}" for t in self.tiles[r * n:(r + 1) * n]) for r in range(n)
-        )
+        n, tiles, label = self.num_rows, self.tiles, _LABELS.__getitem__
+        return "\n".join([" ".join(map(label, tiles[i:i + n])) for i in range(0, n * n, n)])
 
     def parse_move(self, answer: str) -> str | None:
         move = answer.lower()

@@ -61,10 +61,8 @@ class Game2048Env(GameEnv):
         return f"Here is the board:\n{self.render()}\nEnter your move."
 
     def render(self) -> str:
-        n = self.board_size
-        return "\n".join(
-            " ".join(f"{v:4d}" if v else "   ." for v in self.board[r * n:(r + 1) * n]) for r in range(n)
-        )
+        n, board = self.board_size, self.board
+        return "\n".join([" ".join(map(_label, board[i:i + n])) for i in range(0, n * n, n)])
 
     def parse_move(self, answer: str) -> str | None:
         move = answer.lower()
@@ -107,6 +105,11 @@ class Game2048Env(GameEnv):
 
     def random_move(self) -> str:
         return pick(self.rng, DIRECTIONS)
+
+
+@cache
+def _label(tile: int) -> str:
+    return f"{tile:4d}" if tile else "   ."
 
 
 @cache

@@ -53,6 +53,7 @@ class MinesweeperEnv(GameEnv):
         self.counts = [0] * size  # MINE or the number of adjacent mines
         self.revealed = bytearray(size)
         self.flagged = bytearray(size)
+        self.shown = [" ."] * size  # what the board shows in each cell
         self.mines_laid = False
         self.safe_left = size - self.num_mines
 
@@ -81,17 +82,10 @@ class MinesweeperEnv(GameEnv):
         return f"Here is the board:\n{self.render()}\nEnter your move."
 
     def render(self) -> str:
-        cols = self.cols
-        lines = ["   " + " ".join(f"{c:>2}" for c in range(cols))]
-        counts, revealed, flagged = self.counts, self.revealed, self.flagged
+        cols, shown = self.cols, self.shown
+        lines = [_header(cols)]
         for r in range(self.rows):
-            cells = []
-            for i in range(r * cols, r * cols + cols):
-                if revealed[i]:
-                    cells.append(" *" if counts[i] == MINE else f"{counts[i]:>2}")
-                else:
-                    cells.append(" F" if flagged[i] else " .")
-            lines.append(f"{r:>2} " + " ".join(cells))
+            lines.append(f"{r:>2} " + " ".join(shown[r * cols:(r + 1) * cols]))
         return "\n".join(lines)
 
     def parse_move(self, answer: str) -> tuple[str, int, int] | None:
@@ -117,6 +111,7 @@ class MinesweeperEnv(GameEnv):
             if self.revealed[index]:
                 return f"Turn {self.turn}: cell ({row}, {col}) is already revealed.", Reward.INVALID, Outcome.INVALID
             self.flagged[index] ^= 1
+            self.shown[index] = " F" if self.flagged[index] else " ."
             self._suffix = None
             verb = "placed a flag on" if self.flagged[index] else "removed the flag from"
             return f"Turn {self.turn}: you {verb} cell ({row}, {col}).", Reward.STEP, Outcome.ONGOING
@@ -128,6 +123,7 @@ class MinesweeperEnv(GameEnv):
         self._suffix = None
         if self.counts[index] == MINE:
             self.revealed[index] = 1
+            self.shown[index] = " *"
             return f"Boom! Cell ({row}, {col}) hides a mine. Game over.", Reward.FAIL, Outcome.LOST
         opened = self._reveal_from(index)
         self.safe_left -= opened
@@ -158,15 +154,17 @@ class MinesweeperEnv(GameEnv):
 
     def _reveal_from(self, start: int) -> int:
         """Reveal ``start`` and flood through zero cells; return how many cells opened."""
-        counts, revealed, flagged = self.counts, self.revealed, self.flagged
+        counts, revealed, flagged, shown = self.counts, self.revealed, self.flagged, self.shown
         neighbours = _neighbours(self.rows, self.cols)
         revealed[start] = 1
+        shown[start] = _DIGITS[counts[start]]
         opened = 1
         stack = [start] if counts[start] == 0 else []
         while stack:
             for n in neighbours[stack.pop()]:
                 if not revealed[n] and not flagged[n]:
                     revealed[n] = 1
+                    shown[n] = _DIGITS[counts[n]]
                     opened += 1
                     if counts[n] == 0:
                         stack.append(n)
@@ -176,6 +174,14 @@ class MinesweeperEnv(GameEnv):
         uniform = self.rng.random
         command = "flag" if uniform() < 0.1 else "reveal"
         return f"{command} {int(uniform() * self.rows)} {int(uniform() * self.cols)}"
+
+
+_DIGITS = tuple(f"{d:>2}" for d in range(9))
+
+
+@cache
+def _header(cols: int) -> str:
+    return "   " + " ".join(f"{c:>2}" for c in range(cols))
 
 
 @cache

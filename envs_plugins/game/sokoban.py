@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from gem_envs.game.base import GameEnv, GameSettingsError, Outcome, Reward, check_positive, pick
-from gem_envs.game.sokoban_levels import LevelGenerationError, generate_level
+from gem_envs.game.sokoban_levels import Level, LevelGenerationError, generate_level
 
 #: (dim_room, num_boxes, max_turns) drawn per episode by the -random variant.
 RANDOM_SETTINGS = (((6, 6), 2, 20), ((8, 8), 5, 50))
@@ -42,18 +42,28 @@ class SokobanEnv(GameEnv):
         self.boxes: set[int] = set()
         self.player = 0
         self.solution_length = 0
+        self._room: list[str] = []
 
     def new_game(self) -> None:
         if self.random_settings:
             self.dim_room, self.num_boxes, self.max_turns = self.rng.choice(RANDOM_SETTINGS)
-        self.rows, self.cols = self.dim_room
+        rows, cols = self.dim_room
         try:
-            level = generate_level(self.rows, self.cols, self.num_boxes, self.max_turns, self.rng)
+            level = generate_level(rows, cols, self.num_boxes, self.max_turns, self.rng)
         except LevelGenerationError as e:
             raise GameSettingsError(str(e)) from None
+        self.set_level(level)
+
+    def set_level(self, level: Level) -> None:
+        """Play ``level`` (e.g. one made by hand) from its start; the turn count is kept."""
+        self.rows, self.cols = level.rows, level.cols
         self.floor, self.targets, self.player = level.floor, level.targets, level.player
         self.boxes = set(level.boxes)
+        self.num_boxes = len(level.boxes)
         self.solution_length = level.solution_length
+        # the fixed part of the board: walls, floor and targets
+        self._room = ["#" if not f else "O" if i in self.targets else "_" for i, f in enumerate(self.floor)]
+        self._suffix = None
 
     def instructions(self) -> str:
         return (
@@ -71,21 +81,13 @@ class SokobanEnv(GameEnv):
         return f"Here is the board:\n{self.render()}\nEnter your move."
 
     def render(self) -> str:
+        cells = list(self._room)
+        targets = self.targets
+        for box in self.boxes:
+            cells[box] = "√" if box in targets else "X"
+        cells[self.player] = "S" if self.player in targets else "P"
         cols = self.cols
-        lines = []
-        for r in range(self.rows):
-            row = []
-            for i in range(r * cols, (r + 1) * cols):
-                if i == self.player:
-                    row.append("S" if i in self.targets else "P")
-                elif i in self.boxes:
-                    row.append("√" if i in self.targets else "X")
-                elif not self.floor[i]:
-                    row.append("#")
-                else:
-                    row.append("O" if i in self.targets else "_")
-            lines.append(" ".join(row))
-        return "\n".join(lines)
+        return "\n".join([" ".join(cells[i:i + cols]) for i in range(0, len(cells), cols)])
 
     def parse_move(self, answer: str) -> str | None:
         move = answer.lower()

@@ -8,6 +8,7 @@ import gem_core
 import pytest
 
 from gem_envs.game.minesweeper import MINE
+from gem_envs.game.sokoban_levels import Level
 from tests.games.helpers import boxed, make, play
 
 
@@ -179,11 +180,10 @@ def test_levels_are_solvable_within_the_turn_limit(env_id):
 
 def test_sokoban_walls_blocked_boxes_and_the_turn_limit():
     env = make("game:Sokoban-v0-easy", seed=1)
-    cols = env.cols
-    # a tiny hand-made room: wall border, the player left of a box, a box beyond it
-    env.floor = bytes([0] * 6 + [0, 1, 1, 1, 1, 0] * 4 + [0] * 6)
-    env.player, env.boxes, env.targets = 7, {8, 9}, frozenset({13, 14})
-    env._suffix = None
+    # a hand-made room: a wall border, the player left of a box, another box beyond it
+    floor = bytes([0] * 6 + [0, 1, 1, 1, 1, 0] * 4 + [0] * 6)
+    env.set_level(Level(6, 6, floor, frozenset({13, 14}), frozenset({8, 9}), 7, 0))
+    assert env.render().split("\n")[1:3] == ["# P X X _ #", "# O O _ _ #"]
     assert env.step(boxed("up"))[4]["invalid_move"]  # a wall
     assert env.step(boxed("right"))[4]["invalid_move"]  # a box against a box
     assert env.step(boxed("down"))[4].get("invalid_move") is None and env.player == 13
