@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 import string
 
@@ -53,13 +54,15 @@ class WordSearchEnv(GameEnv):
             self.hardcore = rng.random() < 0.5
             self.num_words, self.max_turns = RANDOM_NUM_WORDS, RANDOM_MAX_TURNS
         pool = words.upper_words(self.hardcore)
-        while True:
+        for _ in range(100):
             chosen = rng.sample(pool, self.num_words)
-            if len(set(chosen)) == len(chosen):
-                size = round(1.5 * max(map(len, chosen)))
-                layout = lay_out(chosen, size, rng, crossword=False)
-                if layout is not None:
-                    break
+            # room for the longest word and, with many words, for all of their letters twice over
+            size = max(round(1.5 * max(map(len, chosen))), math.isqrt(2 * sum(map(len, chosen))) + 1)
+            layout = lay_out(chosen, size, rng, crossword=False)
+            if layout is not None and len(set(chosen)) == len(chosen):
+                break
+        else:  # pragma: no cover - the grid grows with the words, so one of the tries fits
+            raise GameSettingsError(f"Could not hide {self.num_words} words in a grid; use fewer words.")
         letters = string.ascii_uppercase
         self.grid = [[ch if ch != EMPTY else rng.choice(letters) for ch in row] for row in layout.letters]
         self.placements = layout.placements

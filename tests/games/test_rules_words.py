@@ -162,3 +162,10 @@ def test_shipped_word_data():
         clues = words.crossword_clues(hardcore)
         assert len(clues) >= 60
         assert all(c.word.lower() not in c.clue.lower() for c in clues)
+
+
+def test_word_search_grid_grows_with_many_short_words():
+    env = make("game:WordSearch-v0", seed=3, num_words=20)
+    assert len(env.placements) == 20 and len(env.hidden) == 20
+    with pytest.raises(gem_core.GemError, match="num_words"):
+        gem_core.make("game:WordSearch-v0", num_words=21)
