@@ -13,7 +13,6 @@ from gem_envs.game.base import GameEnv, GameSettingsError, Outcome, Reward, chec
 #: (code_length, num_numbers, max_turns) drawn per episode by the -random variant.
 RANDOM_SETTINGS = ((2, 4, 10), (4, 6, 20), (4, 8, 30))
 
-_SEPARATORS = re.compile(r"[\s,]+")
 _GUESS = re.compile(r"[0-9]{1,9}(?:[\s,]+[0-9]{1,9})*")
 
 
@@ -52,6 +51,7 @@ class MastermindEnv(GameEnv):
             RANDOM_SETTINGS[1] if self.random_settings else (code_length, num_numbers, max_turns)
         )
         self.code: tuple[int, ...] = ()
+        self.code_digits: frozenset[int] = frozenset()
         self.guesses: set[tuple[int, ...]] = set()
         self.best_black = 0
 
@@ -64,6 +64,7 @@ class MastermindEnv(GameEnv):
             self.code = tuple(rng.choices(digits, k=self.code_length))
         else:
             self.code = tuple(rng.sample(digits, self.code_length))
+        self.code_digits = frozenset(self.code)
         self.guesses = set()
         self.best_black = 0
 
@@ -87,7 +88,7 @@ class MastermindEnv(GameEnv):
     def parse_move(self, answer: str) -> tuple[int, ...] | None:
         if _GUESS.fullmatch(answer) is None:
             return None
-        return tuple(map(int, _SEPARATORS.split(answer)))
+        return tuple(map(int, answer.replace(",", " ").split()))
 
     def play(self, guess: tuple[int, ...]) -> tuple[str, float, Outcome]:
         shown = " ".join(map(str, guess))
@@ -104,7 +105,11 @@ class MastermindEnv(GameEnv):
         if guess in self.guesses:
             return f"Turn {self.turn}: you already guessed {shown}.", Reward.INVALID, Outcome.INVALID
         self.guesses.add(guess)
-        black, white = score_guess(self.code, guess)
+        black = sum(map(eq, self.code, guess))
+        if self.duplicate_numbers:
+            white = score_guess(self.code, guess)[1]
+        else:  # each digit of the code is there once
+            white = len(self.code_digits.intersection(guess)) - black
         reward = Reward.STEP
         if black > self.best_black:
             reward = (black - self.best_black) / self.code_length
