@@ -61,17 +61,7 @@ class FifteenPuzzleEnv(GameEnv):
         self.blank = tiles.index(0)
 
     def instructions(self) -> str:
-        return (
-            f"Let's play the {self.greatest_number}-puzzle.\n"
-            f"Slide the tiles until they read 1 to {self.greatest_number} in order, row by row, "
-            f"with the empty space (shown as __) in the bottom-right corner. You have {self.max_turns} turns.\n"
-            "Each move slides one tile into the empty space:\n"
-            "- up: the tile below the space moves up\n"
-            "- down: the tile above the space moves down\n"
-            "- left: the tile right of the space moves left\n"
-            "- right: the tile left of the space moves right\n"
-            "Put your move in \\boxed{}, e.g. \\boxed{up}. Only the last \\boxed{} counts."
-        )
+        return _instructions(self.greatest_number, self.max_turns)
 
     def task_suffix(self) -> str:
         return f"Here is the board:\n{self.render()}\nEnter your move."
@@ -133,3 +123,17 @@ def is_solvable(tiles: list[int], n: int) -> bool:
     distance = (n - 1 - row) + (n - 1 - col)
     return transpositions % 2 == distance % 2
 
+
+@cache
+def _instructions(greatest: int, turns: int) -> str:
+    return (
+        f"Let's play the {greatest}-puzzle.\n"
+        f"Slide the tiles until they read 1 to {greatest} in order, row by row, "
+        f"with the empty space (shown as __) in the bottom-right corner. You have {turns} turns.\n"
+        "Each move slides one tile into the empty space:\n"
+        "- up: the tile below the space moves up\n"
+        "- down: the tile above the space moves down\n"
+        "- left: the tile right of the space moves left\n"
+        "- right: the tile left of the space moves right\n"
+        "Put your move in \\boxed{}, e.g. \\boxed{up}. Only the last \\boxed{} counts."
+    )

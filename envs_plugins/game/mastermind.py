@@ -69,18 +69,7 @@ class MastermindEnv(GameEnv):
         self.best_black = 0
 
     def instructions(self) -> str:
-        example = " ".join(str(d) for d in range(1, self.code_length + 1))
-        return (
-            "Let's play Mastermind.\n"
-            f"I have a secret code of {self.code_length} digits, each from 1 to {self.num_numbers}; "
-            f"digits {'may' if self.duplicate_numbers else 'do not'} repeat. "
-            f"You have {self.max_turns} turns to find it.\n"
-            "After each guess I give black pegs (right digit in the right place) and white pegs "
-            "(right digit in the wrong place).\n"
-            f"Put your guess in \\boxed{{}} with the digits separated by spaces, for example "
-            f"\\boxed{{{example}}}. Only the last \\boxed{{}} counts.\n"
-            "Make your first guess."
-        )
+        return _instructions(self.code_length, self.num_numbers, self.duplicate_numbers, self.max_turns)
 
     def task_suffix(self) -> str:
         return "Enter your next guess."
@@ -146,3 +135,19 @@ def score_guess(code: tuple[int, ...], guess: tuple[int, ...]) -> tuple[int, int
     digits = set(guess)
     common = sum(map(min, map(code.count, digits), map(guess.count, digits)))
     return black, common - black
+
+
+@cache
+def _instructions(length: int, numbers: int, duplicates: bool, turns: int) -> str:
+    example = " ".join(str(d) for d in range(1, length + 1))
+    return (
+        "Let's play Mastermind.\n"
+        f"I have a secret code of {length} digits, each from 1 to {numbers}; "
+        f"digits {'may' if duplicates else 'do not'} repeat. "
+        f"You have {turns} turns to find it.\n"
+        "After each guess I give black pegs (right digit in the right place) and white pegs "
+        "(right digit in the wrong place).\n"
+        f"Put your guess in \\boxed{{}} with the digits separated by spaces, for example "
+        f"\\boxed{{{example}}}. Only the last \\boxed{{}} counts.\n"
+        "Make your first guess."
+    )

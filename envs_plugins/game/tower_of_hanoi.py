@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from functools import cache
 
 from gem_envs.game.base import GameEnv, Outcome, Reward, check_positive, pick
 
@@ -41,14 +42,7 @@ class TowerofHanoiEnv(GameEnv):
         self.towers = {"A": list(range(self.num_disks, 0, -1)), "B": [], "C": []}
 
     def instructions(self) -> str:
-        return (
-            f"Let's play Tower of Hanoi with {self.num_disks} disks.\n"
-            "All disks start on tower A, largest at the bottom. Move them all to tower C within "
-            f"{self.max_turns} turns. Each turn, move the top disk of one tower onto another; a "
-            "disk may never sit on a smaller one.\n"
-            "Write a move as \\boxed{SOURCE TARGET}, e.g. \\boxed{A C} moves the top disk of A onto C. "
-            "Towers are listed bottom to top. Only the last \\boxed{} counts."
-        )
+        return _instructions(self.num_disks, self.max_turns)
 
     def task_suffix(self) -> str:
         return f"Here are the towers:\n{self.render()}\nEnter your move."
@@ -88,3 +82,15 @@ class TowerofHanoiEnv(GameEnv):
 
     def random_move(self) -> str:
         return pick(self.rng, _PAIRS)
+
+
+@cache
+def _instructions(disks: int, turns: int) -> str:
+    return (
+        f"Let's play Tower of Hanoi with {disks} disks.\n"
+        "All disks start on tower A, largest at the bottom. Move them all to tower C within "
+        f"{turns} turns. Each turn, move the top disk of one tower onto another; a "
+        "disk may never sit on a smaller one.\n"
+        "Write a move as \\boxed{SOURCE TARGET}, e.g. \\boxed{A C} moves the top disk of A onto C. "
+        "Towers are listed bottom to top. Only the last \\boxed{} counts."
+    )

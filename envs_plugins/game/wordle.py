@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import cache
+
 from gem_envs.game import words
 from gem_envs.game.base import GameEnv, Outcome, Reward, check_positive, pick
 
@@ -42,17 +44,7 @@ class WordleEnv(GameEnv):
         self.greens = [False] * self.word_length
 
     def instructions(self) -> str:
-        real = " It must be a real English word." if self.only_real_words else ""
-        return (
-            "Let's play Wordle.\n"
-            f"Find my secret {self.word_length}-letter English word within {self.max_turns} turns. "
-            f"Put each guess in \\boxed{{}}, for example \\boxed{{{'PLANET'[:self.word_length]}}}.{real}\n"
-            "After each guess I mark every letter:\n"
-            "  G (green): the right letter in the right place\n"
-            "  Y (yellow): the letter is in the word but in another place\n"
-            "  X (grey): the letter is not in the word (or not that many times)\n"
-            "Only the last \\boxed{} counts. Make your first guess."
-        )
+        return _instructions(self.only_real_words, self.word_length, self.max_turns)
 
     def task_suffix(self) -> str:
         return "Enter your next guess."
@@ -103,3 +95,18 @@ def mark_guess(secret: str, guess: str) -> list[str]:
                 marks[i] = "Y"
                 unmatched.remove(g)
     return marks
+
+
+@cache
+def _instructions(real_words: bool, length: int, turns: int) -> str:
+    real = " It must be a real English word." if real_words else ""
+    return (
+        "Let's play Wordle.\n"
+        f"Find my secret {length}-letter English word within {turns} turns. "
+        f"Put each guess in \\boxed{{}}, for example \\boxed{{{'PLANET'[:length]}}}.{real}\n"
+        "After each guess I mark every letter:\n"
+        "  G (green): the right letter in the right place\n"
+        "  Y (yellow): the letter is in the word but in another place\n"
+        "  X (grey): the letter is not in the word (or not that many times)\n"
+        "Only the last \\boxed{} counts. Make your first guess."
+    )

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import random
 
-import gem_core
 import pytest
 
+import gem_core
 from tests.games.helpers import ALL_IDS, REFERENCE_IDS, check_transition
 
 STEPS = 1000

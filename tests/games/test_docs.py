@@ -1,7 +1,6 @@
 """The docs describe every game and every id it registers."""
 
 import gem_core
-
 from tests.games.helpers import GAMES
 from tests.helpers import REPO
 

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import gem_core
 import pytest
-from gem_core.parsing import last_boxed
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import gem_core
+from gem_core.parsing import last_boxed
 from gem_envs.game.base import MAX_ANSWER_CHARS, parse_answer
 from tests.games.helpers import GAMES, check_transition
 

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 from collections import deque
 
-import gem_core
 import pytest
 
+import gem_core
 from gem_envs.game.minesweeper import MINE
 from gem_envs.game.sokoban_levels import Level
 from tests.games.helpers import boxed, make, play
-
 
 # -- Minesweeper ------------------------------------------------------------------------------
 

@@ -6,14 +6,13 @@ import itertools
 import math
 from collections import deque
 
-import gem_core
 import pytest
 
+import gem_core
 from gem_envs.game.fifteen_puzzle import is_solvable, solved_tiles
 from gem_envs.game.game_2048 import slide
 from gem_envs.game.mastermind import score_guess
 from tests.games.helpers import boxed, make, play
-
 
 # -- GuessTheNumber ---------------------------------------------------------------------------
 

@@ -5,14 +5,13 @@ from __future__ import annotations
 import gzip
 from importlib import resources
 
-import gem_core
 import pytest
 
+import gem_core
 from gem_envs.game import words
-from gem_envs.game.wordle import mark_guess
 from gem_envs.game.word_grid import EMPTY
+from gem_envs.game.wordle import mark_guess
 from tests.games.helpers import boxed, make, play
-
 
 # -- Wordle ----------------------------------------------------------------------------------
 
