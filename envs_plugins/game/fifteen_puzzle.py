@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from functools import cache
 
 from gem_envs.game.base import GameEnv, GameSettingsError, Outcome, Reward, check_positive, pick
@@ -49,14 +50,17 @@ class FifteenPuzzleEnv(GameEnv):
         if self.random_settings:
             self.num_rows, self.max_turns = rng.choice(RANDOM_SETTINGS)
         n = self.num_rows
-        goal = solved_tiles(n)
-        tiles = list(goal)
-        while tiles == goal:
-            rng.shuffle(tiles)
-            if not is_solvable(tiles, n):
-                # swapping two tiles flips the permutation parity and leaves the blank
-                a, b = [i for i, t in enumerate(tiles) if t][:2]
-                tiles[a], tiles[b] = tiles[b], tiles[a]
+        if n == 2:  # only 11 starts: draw one directly
+            tiles = list(pick(rng, _starts_2x2()))
+        else:
+            goal = solved_tiles(n)
+            tiles = list(goal)
+            while tiles == goal:
+                rng.shuffle(tiles)
+                if not is_solvable(tiles, n):
+                    # swapping two tiles flips the permutation parity and leaves the blank
+                    a, b = [i for i, t in enumerate(tiles) if t][:2]
+                    tiles[a], tiles[b] = tiles[b], tiles[a]
         self.tiles = tiles
         self.blank = tiles.index(0)
 
@@ -122,6 +126,13 @@ def is_solvable(tiles: list[int], n: int) -> bool:
     row, col = divmod(tiles.index(0), n)
     distance = (n - 1 - row) + (n - 1 - col)
     return transpositions % 2 == distance % 2
+
+
+@cache
+def _starts_2x2() -> tuple[tuple[int, ...], ...]:
+    """Every solvable 2x2 layout except the goal."""
+    goal = tuple(solved_tiles(2))
+    return tuple(p for p in itertools.permutations(goal) if p != goal and is_solvable(list(p), 2))
 
 
 @cache
