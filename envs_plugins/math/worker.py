@@ -67,6 +67,7 @@ def main(argv: list[str]) -> int:
         try:
             setup, function, args, time_limit = pickle.loads(request)
             if setup is not None:
+                _allow_cpu_seconds(None)  # trusted work, bounded by the caller's start timeout
                 getattr(module, setup[0])(*setup[1])
         except BaseException as e:
             _send(replies, {"error": f"setup failed: {type(e).__name__}: {_short(e)}"})
@@ -126,18 +127,21 @@ def _limit_resources(memory_mb: int) -> None:
             pass
 
 
-def _allow_cpu_seconds(time_limit: float) -> None:
+def _allow_cpu_seconds(time_limit: float | None) -> None:
     """Let the kernel kill this process if the coming call burns much more CPU than allowed,
-    even inside C code and even if its caller is gone."""
+    even inside C code and even if its caller is gone (None: no limit)."""
     try:
         import resource
     except ImportError:  # pragma: no cover - not POSIX
         return
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    soft = math.ceil(usage.ru_utime + usage.ru_stime + time_limit) + 5
     _, hard = resource.getrlimit(resource.RLIMIT_CPU)
-    if hard != resource.RLIM_INFINITY:
-        soft = min(soft, hard)
+    if time_limit is None:
+        soft = hard
+    else:
+        usage = resource.getrusage(resource.RUSAGE_SELF)
+        soft = math.ceil(usage.ru_utime + usage.ru_stime + time_limit) + 5
+        if hard != resource.RLIM_INFINITY:
+            soft = min(soft, hard)
     try:
         resource.setrlimit(resource.RLIMIT_CPU, (soft, hard))
     except (ValueError, OSError):

@@ -105,6 +105,11 @@ def test_setup_runs_outside_the_time_limit(pool):
     assert "setup failed" in pool.call("add", 1, 2, time_limit=5, setup=("fail", ())).error
 
 
+def test_long_setups_are_not_killed_by_the_cpu_limit(pool):
+    pool.call("add", 1, 1, time_limit=0.1)  # a small CPU allowance for this call
+    assert pool.call("add", 1, 2, time_limit=0.1, setup=("burn_cpu", (7,))).value == 3
+
+
 def test_concurrent_threads_share_at_most_max_workers(pool):
     results, seen_pids = {}, set()
 
