@@ -25,7 +25,7 @@ from typing import Any, Literal
 from gem_core.errors import DataNotFoundError, GemError, MissingDependencyError
 
 #: The small corpus that ships with GEM (general-knowledge passages, for tests and demos).
-SAMPLE_CORPUS = Path(__file__).with_name("data") / "sample_corpus.jsonl"
+SAMPLE_CORPUS = Path(__file__).with_name("sample_corpus.jsonl")
 
 
 class CorpusError(GemError, ValueError):
