@@ -94,6 +94,9 @@ class Tool:
     def close(self) -> None:
         """Release processes and connections. Safe to call more than once."""
 
+    def __deepcopy__(self, memo: dict) -> Tool:
+        return self  # a tool is a shared resource, not episode state: copies of an env share it
+
     def __enter__(self) -> Tool:
         return self
 

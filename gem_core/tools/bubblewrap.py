@@ -35,6 +35,7 @@ from gem_core.errors import GemError
 BWRAP_ENV_VAR = "GEM_BWRAP"
 WORKDIR = "/tmp"
 SANDBOX_UID = 65534  # nobody
+MIN_BWRAP_VERSION = (0, 8)
 _HOST_UIDS = (1_900_000_000, 2_000_000_000)  # above the ranges container managers hand out
 _SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc")
 _MASKED_FILES = ("/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-", "/etc/sudoers")
@@ -109,6 +110,12 @@ def problem(python: Interpreter) -> str | None:
         return ("bubblewrap (`bwrap`) is not installed. Install it (Debian/Ubuntu: `apt-get install "
                 "bubblewrap`), set GEM_BWRAP to its path, or pass allow_unsandboxed=True to run code "
                 "without isolation.")
+    version = _version(bwrap)
+    if version < MIN_BWRAP_VERSION:
+        found = ".".join(map(str, version)) if version else "of unknown version"
+        return (f"bubblewrap at {bwrap} is {found}; the sandbox needs {'.'.join(map(str, MIN_BWRAP_VERSION))} "
+                "or newer (for --size and --disable-userns). Upgrade it, or pass allow_unsandboxed=True to run "
+                "code without isolation.")
     if _as_root() and shutil.which("setpriv") is None:
         return ("Run as root, the sandbox needs `setpriv` (util-linux) to drop to an unprivileged user. "
                 "Install util-linux, or pass allow_unsandboxed=True to run code without isolation.")
@@ -175,6 +182,15 @@ def _mounts(python: Interpreter, tmp_bytes: int, files: dict[str, int]) -> list[
     for name, fd in files.items():
         args += ["--file", str(fd), f"{WORKDIR}/{name}"]
     return args + ["--remount-ro", "/"]
+
+
+@functools.lru_cache(maxsize=None)
+def _version(bwrap: str) -> tuple[int, ...]:
+    try:
+        out = subprocess.run([bwrap, "--version"], capture_output=True, text=True, timeout=30).stdout
+        return tuple(int(part) for part in out.split()[-1].split("."))
+    except (OSError, subprocess.TimeoutExpired, ValueError, IndexError):
+        return ()
 
 
 def _parents(path: str) -> list[str]:

@@ -118,9 +118,16 @@ class ToolWrapper(Wrapper):
 
     def clone(self) -> ToolWrapper:
         """A copy in the same state, over a clone of the environment; the tools are shared."""
+        return self._twin(self.env.clone())
+
+    def __deepcopy__(self, memo: dict) -> ToolWrapper:
+        return self._twin(copy.deepcopy(self.env, memo))
+
+    def _twin(self, env: Env) -> ToolWrapper:
         twin = copy.copy(self)
-        twin.env = self.env.clone()
-        twin._owned = []  # the original closes the tools
+        twin.env = env
+        twin.tools = list(self.tools)
+        twin._owned = []  # the original closes the tools it made
         return twin
 
     def close(self) -> None:

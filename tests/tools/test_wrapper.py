@@ -222,3 +222,16 @@ def test_a_plugin_registers_a_tool_through_the_tools_hook(tmp_path):
     ''', path=[root])
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "HELLO!!"
+
+
+def test_deep_copies_share_the_tools_too():
+    import copy
+
+    env = make()
+    env.reset(seed=2)
+    env.step(QUERY)
+    twin = copy.deepcopy(env)
+    assert twin.tools[0] is env.tools[0] and twin.tool_uses == 1
+    twin.close()
+    assert env.step(QUERY)[4]["tool_success"]
+
