@@ -116,7 +116,7 @@ def problem(python: Interpreter) -> str | None:
         return (f"bubblewrap at {bwrap} is {found}; the sandbox needs {'.'.join(map(str, MIN_BWRAP_VERSION))} "
                 "or newer (for --size and --disable-userns). Upgrade it, or pass allow_unsandboxed=True to run "
                 "code without isolation.")
-    if _as_root() and shutil.which("setpriv") is None:
+    if _as_root() and _setpriv() is None:
         return ("Run as root, the sandbox needs `setpriv` (util-linux) to drop to an unprivileged user. "
                 "Install util-linux, or pass allow_unsandboxed=True to run code without isolation.")
     return _probe(bwrap, python)
@@ -141,17 +141,20 @@ def sandbox_argv(python: Interpreter, program_args: list[str], *, tmp_bytes: int
                      "--unshare-uts", "--unshare-cgroup-try",
                      "--cap-drop", "ALL", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
             fds = [userns.fd]
-        argv += ["--hostname", "sandbox", "--die-with-parent", "--new-session"]
-        argv += _mounts(python, tmp_bytes, files)
-        argv += ["--chdir", WORKDIR, "--"]
+        argv += ["--hostname", "sandbox", "--die-with-parent", "--new-session", *_mounts(python, tmp_bytes)]
+        for name, fd in files.items():
+            argv += ["--file", str(fd), f"{WORKDIR}/{name}"]
+        argv += ["--remount-ro", "/", "--chdir", WORKDIR, "--"]
         if userns is not None:
-            argv += [shutil.which("setpriv") or "setpriv", "--reuid", str(SANDBOX_UID), "--regid",
-                     str(SANDBOX_UID), "--clear-groups", "--no-new-privs", "--"]
+            argv += [_setpriv() or "setpriv", "--reuid", str(SANDBOX_UID), "--regid", str(SANDBOX_UID),
+                     "--clear-groups", "--no-new-privs", "--"]
         argv += [python.executable, *program_args]
         yield argv, [*fds, *files.values()]
 
 
-def _mounts(python: Interpreter, tmp_bytes: int, files: dict[str, int]) -> list[str]:
+@functools.lru_cache(maxsize=64)
+def _mounts(python: Interpreter, tmp_bytes: int) -> tuple[str, ...]:
+    """The file system's bwrap arguments (before the program's files and the final remount)."""
     args: list[str] = []
     for path in _SYSTEM_DIRS:
         if os.path.islink(path):
@@ -179,9 +182,7 @@ def _mounts(python: Interpreter, tmp_bytes: int, files: dict[str, int]) -> list[
                 made.add(parent)
                 args += ["--dir", parent]
         args += ["--ro-bind", path, path]
-    for name, fd in files.items():
-        args += ["--file", str(fd), f"{WORKDIR}/{name}"]
-    return args + ["--remount-ro", "/"]
+    return tuple(args)
 
 
 @functools.lru_cache(maxsize=None)
@@ -204,6 +205,11 @@ def _is_under(path: str, roots) -> bool:
 
 def _as_root() -> bool:
     return os.geteuid() == 0
+
+
+@functools.lru_cache(maxsize=1)
+def _setpriv() -> str | None:
+    return shutil.which("setpriv")
 
 
 @functools.lru_cache(maxsize=None)
