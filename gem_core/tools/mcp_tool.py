@@ -205,6 +205,8 @@ class MCPTool(Tool):
                            {"error": "timeout", "timed_out": True})
         except _ServerFailure as e:
             return _answer(f"[{e}]", False, {"error": str(e), "server_failed": True})
+        except _CallRejected as e:
+            return _answer(f"[{e}]", False, {"error": str(e)})
         text = _result_text(result)
         if result.is_error:
             return _answer(f"[tool error: {text}]", False, {"error": text})
@@ -330,6 +332,10 @@ class _ServerFailure(Exception):
     """A server that could not be reached or went away; the next call reconnects."""
 
 
+class _CallRejected(Exception):
+    """An error the server answered over a working connection."""
+
+
 class _Connection:
     """One server's session, kept open by a task on the background loop."""
 
@@ -375,10 +381,10 @@ class _Connection:
             raise
         except Exception as e:
             if _is_protocol_error(e):
-                raise _ServerFailure(f"{self.spec.describe()} rejected the call: {_reason(e)}") from None
+                raise _CallRejected(f"{self.spec.describe()} rejected the call: {_reason(e)}") from None
             await self._shut_down()
             raise _ServerFailure(f"{self.spec.describe()} failed during the call ({_reason(e)}); "
-                                 "it is restarted on the next call") from None
+                                 "the next call reconnects") from None
 
     async def close(self) -> None:
         await self._shut_down()

@@ -117,7 +117,7 @@ def test_stdio_server_killed_mid_episode_is_restarted():
         os.kill(first, signal.SIGKILL)
         observation, reward, terminated, truncated, info = env.step(call("add", a=1, b=2))
         assert info["use_tool"] and not info["tool_success"] and info["tool_info"]["server_failed"]
-        assert "restarted on the next call" in observation
+        assert "the next call reconnects" in observation
         assert not terminated and not truncated
         observation, _, _, _, info = env.step(call("add", a=1, b=2))
         assert info["tool_success"] and "\n3\n" in observation
