@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import logging
 import math
 import os
 import selectors
@@ -43,6 +44,8 @@ __all__ = [
     "run_python",
     "sandbox_problem",
 ]
+
+logger = logging.getLogger("gem_core.tools.sandbox")
 
 SCRIPT_NAME = "main.py"
 _READ_CHUNK = 1 << 20
@@ -191,7 +194,8 @@ def _run_sandboxed(interpreter: bubblewrap.Interpreter, limits: Limits, contents
     program = _python_args(interpreter, limits, script, processes=True)
     fds = {name: _memfd(data) for name, data in contents.items()}
     try:
-        with bubblewrap.sandbox_argv(interpreter, program, tmp_bytes=limits.tmp_mb << 20, files=fds) as (argv, pass_fds):
+        sandbox = bubblewrap.sandbox_argv(interpreter, program, tmp_bytes=limits.tmp_mb << 20, files=fds)
+        with sandbox as (argv, pass_fds):
             return _execute(argv, limits, stdin=stdin, pass_fds=pass_fds, cwd="/",
                             env=_program_env(bubblewrap.WORKDIR), sandboxed=True)
     finally:
@@ -201,6 +205,7 @@ def _run_sandboxed(interpreter: bubblewrap.Interpreter, limits: Limits, contents
 
 def _run_unsandboxed(interpreter: bubblewrap.Interpreter, limits: Limits, contents: dict[str, bytes],
                      stdin: bytes | None) -> PythonResult:
+    _warn_unsandboxed()
     workdir = tempfile.mkdtemp(prefix="gem-python-")
     try:
         for name, data in contents.items():
@@ -213,6 +218,12 @@ def _run_unsandboxed(interpreter: bubblewrap.Interpreter, limits: Limits, conten
                         env=_program_env(workdir), sandboxed=False)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
+
+
+@functools.lru_cache(maxsize=1)
+def _warn_unsandboxed() -> None:
+    logger.warning("Running untrusted Python code WITHOUT a sandbox (allow_unsandboxed=True): %s",
+                   sandbox_problem())
 
 
 def _execute(argv: list[str], limits: Limits, *, stdin: bytes | None, pass_fds: list[int], cwd: str,
