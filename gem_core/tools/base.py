@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -111,6 +112,9 @@ class Tool:
 def tool_threads() -> ThreadPoolExecutor:
     """The thread pool in which blocking tools run for async callers (shared, 64 threads)."""
     return ThreadPoolExecutor(max_workers=64, thread_name_prefix="gem-tool")
+
+
+os.register_at_fork(after_in_child=tool_threads.cache_clear)  # a forked child has none of its threads
 
 
 def find_block(action: str, opener: str, closer: str) -> tuple[int, int, str] | None:

@@ -143,3 +143,17 @@ def test_another_interpreter_can_be_chosen():
     assert result.stdout == "3\n"
     with pytest.raises(SandboxConfigError, match="interpreter"):
         run_python("pass", python="/nonexistent/python3")
+
+
+def test_async_calls_work_in_a_forked_child():
+    import multiprocessing
+
+    assert run_python("pass").ok  # the parent has used the sandbox and its thread pool
+    asyncio.run(arun_python("pass"))
+    context = multiprocessing.get_context("fork")
+    with context.Pool(1) as pool:
+        assert pool.apply_async(_child_run).get(timeout=60) == "from child\n"
+
+
+def _child_run() -> str:
+    return asyncio.run(arun_python("print('from child')", timeout=20)).stdout
