@@ -182,6 +182,8 @@ def test_http_server(http_server):
         output = tool.execute(tool.parse(call("add", a=20, b=22)))
         assert output.success and "\n42\n" in output.observation
         assert server_pid(tool) == http_server.process.pid
+    with MCPTool(url=http_server.url, headers={"Authorization": "Bearer test-token"}, timeout=10) as tool:
+        assert "\n5\n" in tool.execute(tool.parse(call("add", a=2, b=3))).observation
 
 
 def test_http_server_killed_mid_episode_then_back(http_server):
