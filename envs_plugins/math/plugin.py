@@ -1,5 +1,6 @@
 """Registers the ``math`` pack: training sets (``math:*``), evaluation sets (``eval:*``) and
-generated problems that work offline (``math:*-v0``)."""
+generated problems that work offline (``math:*-v0``), each also as ``<id>+Tool`` with the Python
+tool wrapper."""
 
 from gem_core import hookimpl
 
@@ -35,15 +36,25 @@ GENERATED_SETS = {
 }
 
 
+#: The wrapper of the ``+Tool`` variants: a Python tool, 5 calls, no reward for the calls themselves.
+TOOL_WRAPPER = "python_tool_no_int_reward"
+
+
 @hookimpl
 def gem_register_envs(register):
+    def register_with_tool(env_id, entry_point, *, description, **kwargs):
+        register(env_id, entry_point, description=description, **kwargs)
+        register(f"{env_id}+Tool", entry_point, wrappers=(TOOL_WRAPPER,), **kwargs,
+                 description=f"{description} With a Python tool ({TOOL_WRAPPER}).")
+
     graded = "graded by math-verify"
     for env_id, (dataset, what) in TRAINING_SETS.items():
-        register(env_id, _DATASET, dataset_name=dataset, split=None, offline=False,
-                 description=f"{what} ({dataset}), {graded}.")
+        register_with_tool(env_id, _DATASET, dataset_name=dataset, split=None, offline=False,
+                           description=f"{what} ({dataset}), {graded}.")
     for env_id, (split, what) in EVALUATION_SETS.items():
-        register(env_id, _DATASET, dataset_name=EVALUATION_DATASET, split=split, shuffle=False,
-                 offline=False, description=f"{what} ({EVALUATION_DATASET}, split {split}), in order, {graded}.")
+        register_with_tool(env_id, _DATASET, dataset_name=EVALUATION_DATASET, split=split, shuffle=False,
+                           offline=False,
+                           description=f"{what} ({EVALUATION_DATASET}, split {split}), in order, {graded}.")
     for env_id, (task, what) in GENERATED_SETS.items():
-        register(env_id, _GENERATED, task=task,
-                 description=f"Generated {what} (reasoning-gym {task}), {graded}.")
+        register_with_tool(env_id, _GENERATED, task=task,
+                           description=f"Generated {what} (reasoning-gym {task}), {graded}.")
