@@ -8,12 +8,30 @@ from gem_core.hookspecs import hookimpl
 
 @hookimpl
 def gem_register_wrappers(register):
-    pass
+    # The tool wrapper, and the reference's tool presets under their names.
+    register("tool", "gem_core.tools.wrapper:ToolWrapper",
+             description="Give the agent tools: tools=[names or (name, options)], max_tool_uses, rewards.")
+    register("python_tool", "gem_core.tools.wrapper:python_tool",
+             description="Python tool, 5 calls, reward 0.05 per call + 0.25 per successful run.")
+    register("python_tool_no_int_reward", "gem_core.tools.wrapper:python_tool_no_int_reward",
+             description="Python tool, 5 calls, no tool rewards.")
+    register("python_tool_no_int_reward_last_line_error",
+             "gem_core.tools.wrapper:python_tool_no_int_reward_last_line_error",
+             description="Python tool showing only the last line of errors, 5 calls, no tool rewards.")
+    register("search_tool", "gem_core.tools.wrapper:search_tool",
+             description="Search tool (SEARCH_URL), 5 calls, reward 0.3 per call.")
+    register("search_tool_no_int_reward", "gem_core.tools.wrapper:search_tool_no_int_reward",
+             description="Search tool (SEARCH_URL), 5 calls, no tool rewards.")
 
 
 @hookimpl
 def gem_register_tools(register):
-    pass
+    register("python", "gem_core.tools.python_tool:PythonTool",
+             description="Runs <python>...</python> code in a bubblewrap sandbox.")
+    register("search", "gem_core.tools.search_tool:SearchTool",
+             description="Answers <search>...</search> from a BM25 corpus or a retrieval server.")
+    register("mcp", "gem_core.tools.mcp_tool:MCPTool",
+             description="Calls the tools of MCP servers (stdio or streamable HTTP).")
 
 
 ESTIMATORS = {
