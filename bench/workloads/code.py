@@ -22,6 +22,11 @@ import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 
+# This file is named like the standard library's `code` module, which libraries import (pdb,
+# through datasets): keep its folder off the import path.
+if sys.path and os.path.abspath(sys.path[0]) == os.path.dirname(os.path.abspath(__file__)):
+    del sys.path[0]
+
 CONCURRENT = 8
 
 # (statement, [(input, output), (input, output)], correct program)
@@ -63,8 +68,9 @@ def make_env(impl: str):
         return gem_core.make("code:CodeContest", dataset=rows())
     try:
         from datasets import Dataset
-    except ImportError:
-        sys.exit(f"The reference's code environment imports `datasets`: {sys.executable} -m pip install datasets")
+    except ImportError as e:
+        sys.exit(f"The reference's code environment imports `datasets` ({e}): "
+                 f"{sys.executable} -m pip install datasets")
     from gem.envs.code_env import CodeEnv
 
     return CodeEnv(dataset_name="codecontest-bench", dataset=Dataset.from_list(rows()))
