@@ -175,10 +175,10 @@ def run_tests(problem: CodeProblem, program: str, limits: Limits = Limits(), *, 
     """
     if sandbox not in SANDBOX_MODES:
         raise GemError(f"sandbox must be one of {', '.join(map(repr, SANDBOX_MODES))}, not {sandbox!r}.")
-    from gem_core.tools import run_python, sandbox_problem
+    from gem_core.tools import run_python
 
     job = build_job(problem, program, limits)
-    if sandbox == "warm" and sandbox_problem() is None:
+    if sandbox == "warm" and sandbox_works():
         from gem_envs.code.pool import SandboxBroken, shared_pool
 
         warm = {**job, "kill_strays": True}
@@ -190,6 +190,14 @@ def run_tests(problem: CodeProblem, program: str, limits: Limits = Limits(), *, 
     result = run_python(harness_source(), stdin=encode_job(job), allow_unsandboxed=allow_unsandboxed,
                         **sandbox_limits(problem, limits))
     return judge(problem.tests, result)
+
+
+@functools.cache
+def sandbox_works() -> bool:
+    """Whether a bubblewrap sandbox can be made here (asked once per process)."""
+    from gem_core.tools import sandbox_problem
+
+    return sandbox_problem() is None
 
 
 async def arun_tests(problem: CodeProblem, program: str, limits: Limits = Limits(), *, sandbox: str = "warm",
