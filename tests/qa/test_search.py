@@ -79,3 +79,50 @@ def test_search_variants_of_hub_datasets_need_a_retrieval_server(monkeypatch):
     assert "qa:HotpotQA+Search" in ids and "eval:Bamboogle+Search" in ids and len(ids) == 11
     with pytest.raises(GemError, match="SEARCH_URL"):
         gem_core.make("qa:HotpotQA+Search", dataset_name=str(FIXTURES / "HotpotQA"))
+
+
+@pytest.fixture
+def almanac_server(monkeypatch):
+    """``gem search-server`` over the Almanac's corpus, on a free local port, as SEARCH_URL."""
+    import socket
+    import subprocess
+    import sys
+    import time
+
+    import httpx
+
+    from gem_envs.qa.almanac import CORPUS
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = subprocess.Popen([sys.executable, "-m", "gem_core.cli", "search-server", "--corpus", str(CORPUS),
+                               "--port", str(port)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                if httpx.get(f"{base}/health", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            assert server.poll() is None, server.stdout.read()
+            assert time.monotonic() < deadline, "the search server did not start"
+            time.sleep(0.1)
+        monkeypatch.setenv("SEARCH_URL", f"{base}/retrieve")
+        yield
+    finally:
+        server.kill()
+        server.wait()
+
+
+def test_search_variant_of_a_hub_dataset_through_a_retrieval_server(almanac_server):
+    rows = [{"problem": "Who founded the capital of Selvary?", "answer": ["Ilsa Marrow"]}]
+    env = gem_core.make("qa:HotpotQA+Search", dataset=rows)
+    observation, _ = env.reset(seed=0)
+    assert "<search>" in observation
+    capital = read(search(env, "Selvary capital"), "Selvary", r"Its capital is ([^;]+);")
+    founder = read(search(env, capital), capital, r"founded in \d+ by ([^.]+)\.")
+    _, reward, terminated, _, info = env.step(f"<answer>{founder}</answer>")
+    assert (reward, terminated, info["tool_use_counter"]) == (1.0, True, 2)
