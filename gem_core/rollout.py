@@ -184,6 +184,7 @@ def _collect(vec_env: Any, num_episodes: int, seed: Any, max_turns: int | None, 
                     running.episode.turns[-1].truncated = True
                     finish(slot, observation, bar)
                     if ledger.want_more():
+                        ledger.waiting[slot] = 0
                         cut_off.append(slot)
                 else:
                     running.observation = observation
@@ -193,7 +194,6 @@ def _collect(vec_env: Any, num_episodes: int, seed: Any, max_turns: int | None, 
                     if EPISODE_SEED in info:
                         begin(slot, observation, info)
                     else:
-                        ledger.waiting[slot] = 0
                         reset_failed(slot, info)
     return [episode for _, episode in sorted(ledger.finished, key=lambda item: item[0])]
 
