@@ -49,7 +49,7 @@ import numpy as np
 from gem_core.core import Env, Wrapper
 from gem_core.errors import GemError
 from gem_core.vector.calls import Call, arun, describe_error, run
-from gem_core.vector.workers import BackgroundLoop, Countdown, SlotWorker
+from gem_core.vector.workers import BackgroundLoop, Countdown, WorkerPool
 
 logger = logging.getLogger("gem_core.vector")
 
@@ -61,7 +61,7 @@ FAULT = "fault"
 BatchStep = tuple[list[str], np.ndarray, np.ndarray, np.ndarray, list[dict[str, Any]]]
 BatchReset = tuple[list[str], list[dict[str, Any]]]
 
-# How a slot's calls run: in the caller's thread, on the slot's worker thread, or awaited.
+# How a slot's calls run: in the caller's thread, in a worker thread, or awaited.
 INLINE, THREAD, AWAIT = "inline", "thread", "await"
 
 
@@ -73,13 +73,12 @@ class AutoresetMode(str, Enum):
 
 
 class _Slot:
-    __slots__ = ("index", "env_id", "factory", "env", "route", "worker", "next_seed", "needs_reset")
+    __slots__ = ("index", "env_id", "factory", "env", "route", "next_seed", "needs_reset")
 
     def __init__(self, index: int, env_id: str, factory: Callable[[], Env]):
         self.index, self.env_id, self.factory = index, env_id, factory
         self.env: Env | None = None
         self.route = INLINE
-        self.worker: SlotWorker | None = None
         self.next_seed = 0
         self.needs_reset = True
 
@@ -119,6 +118,8 @@ class VectorEnv:
         self.num_envs = len(env_fns)
         self._slots = [_Slot(i, "", fn) for i, fn in enumerate(env_fns)]
         self._loop = BackgroundLoop(f"gem-vector-loop-{id(self):x}")
+        self._pool = WorkerPool(f"gem-vector-{id(self):x}")
+        self._threaded = 0  # slots whose calls run in worker threads
         self._reset_done = False
         self._closed = False
         self._all_inline = True
@@ -196,10 +197,8 @@ class VectorEnv:
         if getattr(self, "_closed", True):
             return
         self._closed = True
+        self._pool.close()
         for slot in self._slots:
-            if slot.worker is not None:
-                slot.worker.retire()
-                slot.worker = None
             if slot.env is not None:
                 _close_quietly(slot.env)
                 slot.env = None
@@ -294,7 +293,9 @@ class VectorEnv:
             slot.route = THREAD
         else:
             slot.route = INLINE
-        self._all_inline = all(s.route == INLINE for s in self._slots if s.env is not None)
+        built = [s for s in self._slots if s.env is not None]
+        self._all_inline = all(s.route == INLINE for s in built)
+        self._threaded = sum(s.route == THREAD for s in built)
 
     # ---- execution --------------------------------------------------------------------------
 
@@ -328,7 +329,7 @@ class VectorEnv:
             run(self._slots[call.slot].env, call)  # type: ignore[arg-type]
         if threaded and not countdown.wait(self.step_timeout):
             for call in threaded:
-                if not call.finished:
+                if call.settle("waiter"):
                     call.timed_out = True
         if pending_async is not None:
             pending_async.result()
@@ -337,20 +338,20 @@ class VectorEnv:
         """Run ``calls`` at the same time from a coroutine."""
         threaded, awaited, inline = self._split(calls)
         loop = asyncio.get_running_loop()
-        waiters: list[asyncio.Future[None]] = []
+        all_threaded_done = loop.create_future()  # one wake-up of the loop, not one per call
+        countdown = Countdown(len(threaded), lambda: loop.call_soon_threadsafe(_resolve, all_threaded_done))
         for call in threaded:
-            waiter = loop.create_future()
-            self._submit(call, lambda w=waiter: loop.call_soon_threadsafe(_resolve, w))
-            waiters.append(waiter)
+            self._submit(call, countdown.count_down)
         awaiting = asyncio.ensure_future(self._await_calls(awaited, self.step_timeout)) if awaited else None
         for call in inline:
             run(self._slots[call.slot].env, call)  # type: ignore[arg-type]
-        if waiters:
-            done, pending = await asyncio.wait(waiters, timeout=self.step_timeout)
-            for call, waiter in zip(threaded, waiters):
-                if waiter in pending:
-                    call.timed_out = True
-                    waiter.cancel()
+        if threaded:
+            done, _ = await asyncio.wait({all_threaded_done}, timeout=self.step_timeout)
+            if not done:
+                all_threaded_done.cancel()
+                for call in threaded:
+                    if call.settle("waiter"):
+                        call.timed_out = True
         if awaiting is not None:
             await awaiting
 
@@ -370,11 +371,23 @@ class VectorEnv:
         return threaded, awaited, inline
 
     def _submit(self, call: Call, done: Callable[[], Any]) -> None:
-        slot = self._slots[call.slot]
-        if slot.worker is None:
-            slot.worker = SlotWorker(f"gem-vector-slot-{slot.index}")
-        env = slot.env
-        slot.worker.submit(lambda: run(env, call), done)  # type: ignore[arg-type]
+        env = self._slots[call.slot].env
+        self._pool.ensure(self._threaded)
+
+        def work() -> bool:
+            run(env, call)  # type: ignore[arg-type]
+            if call.settle("worker"):
+                try:
+                    done()
+                except RuntimeError:  # the waiting event loop is closed: nobody waits any more
+                    pass
+                return False
+            # The waiter gave up on this call: the slot dropped this environment, and the pool
+            # replaced this thread.
+            _close_quietly(env)  # type: ignore[arg-type]
+            return True
+
+        self._pool.submit(work)
 
     # ---- results ----------------------------------------------------------------------------
 
@@ -458,13 +471,11 @@ class VectorEnv:
         return fault
 
     def _abandon(self, slot: _Slot, call: Call) -> None:
-        """Give up on a slot whose call hung: its environment is closed once the call returns."""
-        env, worker = slot.env, slot.worker
-        slot.env = None
-        if slot.route == THREAD and worker is not None:
-            worker.submit(lambda: _close_quietly(env), lambda: None)  # type: ignore[arg-type]
-            worker.retire()
-            slot.worker = None
+        """Give up on a slot whose call hung; a threaded call's environment is closed by its
+        thread once the call returns, and a new thread takes that thread's place."""
+        env, slot.env = slot.env, None
+        if slot.route == THREAD:
+            self._pool.replace_one()
         elif env is not None:
             _close_quietly(env)
 
@@ -475,16 +486,16 @@ class VectorEnv:
 
 class SyncVectorEnv(VectorEnv):
     """Steps its slots one after another in the caller's thread (native-async environments are
-    awaited one at a time; with ``step_timeout`` each call runs in the slot's worker thread so a
-    hung call can be abandoned)."""
+    awaited one at a time; with ``step_timeout`` each call runs in a worker thread so a hung call
+    can be abandoned)."""
 
     concurrent = False
 
 
 class AsyncVectorEnv(VectorEnv):
     """Steps its slots at the same time: native-async environments are awaited concurrently,
-    blocking ones (``Env.blocking``) run in one worker thread per slot, and the others run inline
-    in the caller's thread, paying no thread hop."""
+    blocking ones (``Env.blocking``) run in worker threads (one per such slot), and the others run
+    inline in the caller's thread, paying no thread hop."""
 
     concurrent = True
 

@@ -21,7 +21,7 @@ class Call:
     """
 
     __slots__ = ("slot", "action", "seed", "reset_after_end", "phase", "step_result", "reset_result",
-                 "error", "finished", "timed_out")
+                 "error", "finished", "timed_out", "_settled_by")
 
     def __init__(self, slot: int, action: str | None, seed: int | None, reset_after_end: bool):
         self.slot = slot
@@ -34,6 +34,13 @@ class Call:
         self.error: BaseException | None = None
         self.finished = False
         self.timed_out = False
+        self._settled_by: list[str] = []
+
+    def settle(self, by: str) -> bool:
+        """Decide, once and for all threads, who settles a threaded call: the worker that
+        finished it or the waiter that gave up on it. True for the first caller only."""
+        self._settled_by.append(by)  # atomic: the first entry wins
+        return self._settled_by[0] == by
 
     def fail(self, error: BaseException) -> None:
         """Record an error raised outside the environment's methods (e.g. building it)."""

@@ -16,46 +16,73 @@ from typing import Any, TypeVar
 T = TypeVar("T")
 
 
-class SlotWorker:
-    """A daemon thread running one slot's calls in order (so an env always sees one thread)."""
+class WorkerPool:
+    """Daemon threads taking calls from one shared queue.
+
+    One queue (rather than a thread per slot) lets a woken thread run several short calls in a
+    row, which keeps thread wake-ups, and so latency, down on a busy machine. A thread stuck in a
+    hung call is replaced at once (:meth:`replace_one`); its work returns True when the call
+    finally returns, and the thread then leaves the pool.
+    """
 
     def __init__(self, name: str):
-        self._queue: queue.SimpleQueue[tuple[Callable[[], None], Callable[[], None]] | None] = queue.SimpleQueue()
-        self._thread = threading.Thread(target=self._serve, name=name, daemon=True)
-        self._thread.start()
+        self._name = name
+        self._queue: queue.SimpleQueue[Callable[[], bool] | None] = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._serving = 0  # threads taking work (not counting those stuck in a hung call)
+        self._started = 0
 
-    def submit(self, work: Callable[[], None], done: Callable[[], None]) -> None:
-        """Run ``work()`` then ``done()`` on the worker thread; ``work`` must not raise."""
-        self._queue.put((work, done))
+    def ensure(self, size: int) -> None:
+        """Keep at least ``size`` threads serving."""
+        with self._lock:
+            missing = max(size - self._serving, 0)
+            self._serving += missing
+        for _ in range(missing):
+            self._start()
 
-    def retire(self) -> None:
-        """Stop after the calls already submitted (a hung call keeps only this thread)."""
-        self._queue.put(None)
+    def submit(self, work: Callable[[], bool]) -> None:
+        """Run ``work()`` (which must not raise) on one of the threads; it returns True when
+        its thread was replaced meanwhile and should leave the pool."""
+        self._queue.put(work)
+
+    def replace_one(self) -> None:
+        """Start a thread in place of one that is stuck in a call (and leaves when it returns)."""
+        self._start()
+
+    def close(self) -> None:
+        """Stop every serving thread once it is idle."""
+        with self._lock:
+            serving, self._serving = self._serving, 0
+        for _ in range(serving):
+            self._queue.put(None)
+
+    def _start(self) -> None:
+        self._started += 1
+        threading.Thread(target=self._serve, name=f"{self._name}-{self._started}", daemon=True).start()
 
     def _serve(self) -> None:
-        while (item := self._queue.get()) is not None:
-            work, done = item
-            try:
-                work()
-            finally:
-                try:
-                    done()
-                except RuntimeError:  # the waiter's event loop closed meanwhile; nobody waits
-                    pass
+        while (work := self._queue.get()) is not None:
+            if work():  # this thread was replaced while stuck
+                return
 
 
 class Countdown:
-    """Wakes a waiting thread once ``n`` workers have counted down."""
+    """Tells a waiter, once, that ``n`` workers have counted down: :meth:`wait` returns, and
+    ``on_zero`` (if given) is called by the last worker."""
 
-    def __init__(self, n: int):
+    def __init__(self, n: int, on_zero: Callable[[], None] | None = None):
         self._n = n
+        self._on_zero = on_zero
         self._cond = threading.Condition(threading.Lock())
 
     def count_down(self) -> None:
         with self._cond:
             self._n -= 1
-            if self._n <= 0:
+            zero = self._n == 0
+            if zero:
                 self._cond.notify_all()
+        if zero and self._on_zero is not None:
+            self._on_zero()
 
     def wait(self, timeout: float | None) -> bool:
         """True when every worker counted down within ``timeout`` seconds (None: no limit)."""

@@ -166,3 +166,29 @@ def test_collect_episodes_through_faults_returns_each_episode_once(mode):
     assert all(e.turns[-1].truncated and e.final_observation == "" for e in faulted)
     clean = [e for e in episodes if e not in faulted]
     assert all(e.num_turns == 3 and e.turns[-1].terminated for e in clean)
+
+
+def test_astep_reports_a_hung_threaded_call_without_blocking_the_loop():
+    schedules = iter([{2: "hang"}])
+
+    async def main():
+        with vec_of([Countdown, lambda: Faulty(next(schedules, {}))], "async", step_timeout=TIMEOUT) as vec:
+            await vec.areset()
+            ticks = 0
+
+            async def ticker():
+                nonlocal ticks
+                while True:
+                    await asyncio.sleep(0.01)
+                    ticks += 1
+
+            ticking = asyncio.ensure_future(ticker())
+            first = await vec.astep(["a", "b"])
+            second = await vec.astep(["c", "ignored"])
+            ticking.cancel()
+            return first, second, ticks
+
+    (obs, _, term, trunc, infos), second, ticks = asyncio.run(main())
+    assert infos[1][FAULT]["kind"] == "timeout" and trunc[1] and obs[0].endswith("t1 got a")
+    assert EPISODE_SEED in second[4][1]
+    assert ticks > 5  # the loop went on while the thread hung
