@@ -143,13 +143,16 @@ def main() -> None:
                 progress.advance(task, 2)
                 continue
             batches = [[draw(rng) for _ in range(NUM_ENVS)] for _ in range(cpu_steps)]
-            rates = {}
+            vecs = {mode: impl.vec(env_id, mode) for mode in ("sync", "async")}
+            samples: dict[str, list[float]] = {"sync": [], "async": []}
+            for repeat in range(repeats):  # alternate the modes, so that load changes hit both
+                for mode in ("sync", "async") if repeat % 2 == 0 else ("async", "sync"):
+                    samples[mode].append(steps_per_second(vecs[mode], batches))
+            rates = {mode: statistics.median(values) for mode, values in samples.items()}
             for mode in ("sync", "async"):
-                vec = impl.vec(env_id, mode)
-                rates[mode] = median_of(repeats, lambda: steps_per_second(vec, batches))
                 metric(f"{name}_{mode}_steps_per_s", rates[mode], "steps/s")
-                progress.advance(task)
             metric(f"{name}_async_vs_sync", rates["async"] / rates["sync"], "x")
+            progress.advance(task, 2)
         vec = impl.blocking_vec()
         batches = [["a"] * NUM_ENVS for _ in range(blocking_steps)]
         rate = median_of(repeats, lambda: steps_per_second(vec, batches))
