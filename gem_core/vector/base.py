@@ -180,8 +180,9 @@ class VectorEnv:
 
     async def astep(self, actions: Sequence[str] | Mapping[int, str],
                     indices: Sequence[int] | None = None) -> BatchStep:
-        """:meth:`step` for async callers: native-async environments run on the caller's loop,
-        blocking ones in worker threads, without blocking the loop while they wait."""
+        """:meth:`step` for async callers: native-async environments run on the caller's loop;
+        threaded calls (blocking environments in async mode, any with ``step_timeout``) are
+        awaited without blocking the loop."""
         calls = self._plan_step(actions, indices)
         await self._aexecute(calls)
         return self._finish_step(calls)
