@@ -48,7 +48,7 @@ import numpy as np
 
 from gem_core.core import Env, Wrapper
 from gem_core.errors import GemError
-from gem_core.vector.calls import Call, arun, describe_error, run
+from gem_core.vector.calls import Call, arun, checked_step, complete, describe_error, run
 from gem_core.vector.workers import BackgroundLoop, Countdown, WorkerPool
 
 logger = logging.getLogger("gem_core.vector")
@@ -162,14 +162,12 @@ class VectorEnv:
 
         Returns ``(observations, rewards, terminated, truncated, infos)``.
         """
-        calls = self._plan_step(actions, indices)
-        if self._all_inline:
-            for call in calls:
-                if not call.finished:
-                    run(self._slots[call.slot].env, call)  # type: ignore[arg-type]
-        else:
-            self._execute(calls)
-        return self._finish_step(calls)
+        slots, actions = self._step_args(actions, indices)
+        if self._all_inline:  # no Call objects unless something out of the ordinary happens
+            return _batch([self._inline_row(i, action) for i, action in zip(slots, actions)])
+        calls = [self._step_call(i, action) for i, action in zip(slots, actions)]
+        self._execute(calls)
+        return _batch([self._row(call) for call in calls])
 
     async def areset(self, seed: int | Sequence[int] | None = None,
                      indices: Sequence[int] | None = None) -> BatchReset:
@@ -183,9 +181,10 @@ class VectorEnv:
         """:meth:`step` for async callers: native-async environments run on the caller's loop;
         threaded calls (blocking environments in async mode, any with ``step_timeout``) are
         awaited without blocking the loop."""
-        calls = self._plan_step(actions, indices)
+        slots, actions = self._step_args(actions, indices)
+        calls = [self._step_call(i, action) for i, action in zip(slots, actions)]
         await self._aexecute(calls)
-        return self._finish_step(calls)
+        return _batch([self._row(call) for call in calls])
 
     def run_coroutine(self, coroutine: Any, timeout: float | None = None) -> Any:
         """Run a coroutine on the event loop that :meth:`step` uses for native-async
@@ -238,7 +237,9 @@ class VectorEnv:
         self._reset_done = True
         return calls
 
-    def _plan_step(self, actions: Sequence[str] | Mapping[int, str], indices: Sequence[int] | None) -> list[Call]:
+    def _step_args(self, actions: Sequence[str] | Mapping[int, str],
+                   indices: Sequence[int] | None) -> tuple[Sequence[int], Sequence[str]]:
+        """Checked ``(slots, actions)`` of a step."""
         self._check_open()
         if not self._reset_done:
             raise GemError("Call reset() before step() on a vector environment.")
@@ -252,13 +253,41 @@ class VectorEnv:
         if len(actions) != len(slots):
             where = f"the {len(slots)} slots in indices" if indices is not None else f"{self.num_envs} slots"
             raise GemError(f"step() got {len(actions)} actions for {where}; give one action per slot.")
-        calls = []
-        for i, action in zip(slots, actions):
-            if not isinstance(action, str):
-                raise GemError(f"The action for slot {i} is {type(action).__name__}, not a string.")
-            slot = self._slots[i]
-            calls.append(self._call(i, None if slot.needs_reset else action, slot.next_seed))
-        return calls
+        if not all(type(action) is str for action in actions):
+            for i, action in zip(slots, actions):
+                if not isinstance(action, str):
+                    raise GemError(f"The action for slot {i} is {type(action).__name__}, not a string.")
+        return slots, actions
+
+    def _step_call(self, index: int, action: str) -> Call:
+        """The call that steps slot ``index``: a lone reset if its episode needs one."""
+        slot = self._slots[index]
+        return self._call(index, None if slot.needs_reset else action, slot.next_seed)
+
+    def _inline_row(self, index: int, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        """Step an inline slot in the caller's thread and return its row.
+
+        The common case (a step within a running episode) returns the environment's result
+        directly; resets, episode ends and failures go through a :class:`Call` and :meth:`_row`
+        exactly as in the other execution paths.
+        """
+        slot = self._slots[index]
+        env = slot.env
+        if slot.needs_reset or env is None:
+            call = self._step_call(index, action)
+            if not call.finished:
+                run(slot.env, call)  # type: ignore[arg-type]
+            return self._row(call)
+        try:
+            outcome: Any = checked_step(env.step(action))
+        except Exception as e:
+            outcome = e
+        else:
+            if not (outcome[2] or outcome[3]):
+                return outcome
+        call = Call(index, action, slot.next_seed, self.autoreset is AutoresetMode.SAME_STEP)
+        complete(env, call, outcome)
+        return self._row(call)
 
     def _call(self, index: int, action: str | None, seed: int) -> Call:
         slot = self._slots[index]
@@ -405,17 +434,6 @@ class VectorEnv:
                 infos.append(info)
         return observations, infos
 
-    def _finish_step(self, calls: list[Call]) -> BatchStep:
-        n = len(calls)
-        observations: list[str] = [""] * n
-        infos: list[dict[str, Any]] = [{}] * n
-        rewards = np.zeros(n, dtype=np.float64)
-        terminated = np.zeros(n, dtype=np.bool_)
-        truncated = np.zeros(n, dtype=np.bool_)
-        for k, call in enumerate(calls):
-            observations[k], rewards[k], terminated[k], truncated[k], infos[k] = self._row(call)
-        return observations, rewards, terminated, truncated, infos
-
     def _row(self, call: Call) -> tuple[str, float, bool, bool, dict[str, Any]]:
         slot = self._slots[call.slot]
         fault = self._fault(call) if call.timed_out or call.error is not None else None
@@ -521,6 +539,14 @@ def execution_kind(env: Env) -> str:
     if native or env.blocking:
         return THREAD
     return INLINE
+
+
+def _batch(rows: list[tuple[str, float, bool, bool, dict[str, Any]]]) -> BatchStep:
+    if not rows:
+        return [], np.zeros(0), np.zeros(0, dtype=np.bool_), np.zeros(0, dtype=np.bool_), []
+    observations, rewards, terminated, truncated, infos = zip(*rows)
+    return (list(observations), np.array(rewards, dtype=np.float64), np.array(terminated, dtype=np.bool_),
+            np.array(truncated, dtype=np.bool_), list(infos))
 
 
 def _resolve(waiter: asyncio.Future[None]) -> None:

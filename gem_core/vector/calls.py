@@ -68,6 +68,22 @@ def run(env: Env, call: Call) -> None:
         call.finished = True
 
 
+def complete(env: Env, call: Call, outcome: StepResult | Exception) -> None:
+    """Complete a call whose step already ran (``outcome`` is its checked result or the
+    exception it raised): run the reset due after an episode's end, if any."""
+    if isinstance(outcome, Exception):
+        call.error = outcome
+    else:
+        call.step_result = outcome
+        if call.reset_after_end and call.ends_episode:
+            call.phase = "reset"
+            try:
+                call.reset_result = checked_reset(env.reset(seed=call.seed))
+            except Exception as e:
+                call.error = e
+    call.finished = True
+
+
 async def arun(env: Env, call: Call) -> None:
     """Run ``call`` on ``env`` through its native-async methods (cancellation propagates)."""
     try:
