@@ -3,7 +3,9 @@
 Cells (16 environments each, same-step autoreset, which is gem-llm's default):
 
 * GuessTheNumber-hard and Minesweeper-hard, sync and async: environment steps per second with
-  pre-drawn random actions, and async / sync (cheap CPU-bound envs should not lose in async mode);
+  pre-drawn random actions (the two modes stepped in alternating chunks, so that a shared
+  machine's load weighs on both alike), and async / sync (cheap CPU-bound envs should not lose
+  in async mode);
 * an environment whose step blocks for 2 ms (a tool or server call), async: steps per second and
   the concurrency reached (2 ms x steps / wall time; ideal 16).
 
@@ -115,6 +117,24 @@ def steps_per_second(vec: Any, batches: list[list[str]]) -> float:
     return NUM_ENVS * len(batches) / (time.perf_counter() - start)
 
 
+def interleaved_rates(vecs: dict[str, Any], batches: list[list[str]], chunk: int = 25) -> dict[str, float]:
+    """Steps per second of each vector env, stepping them in alternating chunks of ``chunk``
+    batches, so that the load of a shared machine weighs on both alike."""
+    elapsed = dict.fromkeys(vecs, 0.0)
+    for vec in vecs.values():
+        vec.reset(seed=0)
+        for batch in batches[:20]:  # warm-up
+            vec.step(batch)
+    for k, start in enumerate(range(0, len(batches), chunk)):
+        names = list(vecs) if k % 2 == 0 else list(reversed(vecs))
+        for name in names:
+            began = time.perf_counter()
+            for batch in batches[start:start + chunk]:
+                vecs[name].step(batch)
+            elapsed[name] += time.perf_counter() - began
+    return {name: NUM_ENVS * len(batches) / seconds for name, seconds in elapsed.items()}
+
+
 def median_of(repeats: int, measure: Callable[[], float]) -> float:
     return statistics.median(measure() for _ in range(repeats))
 
@@ -145,9 +165,9 @@ def main() -> None:
             batches = [[draw(rng) for _ in range(NUM_ENVS)] for _ in range(cpu_steps)]
             vecs = {mode: impl.vec(env_id, mode) for mode in ("sync", "async")}
             samples: dict[str, list[float]] = {"sync": [], "async": []}
-            for repeat in range(repeats):  # alternate the modes, so that load changes hit both
-                for mode in ("sync", "async") if repeat % 2 == 0 else ("async", "sync"):
-                    samples[mode].append(steps_per_second(vecs[mode], batches))
+            for _ in range(repeats):
+                for mode, rate in interleaved_rates(vecs, batches).items():
+                    samples[mode].append(rate)
             rates = {mode: statistics.median(values) for mode, values in samples.items()}
             for mode in ("sync", "async"):
                 metric(f"{name}_{mode}_steps_per_s", rates[mode], "steps/s")
