@@ -106,7 +106,8 @@ def _collect(vec_env: Any, num_episodes: int, seed: Any, max_turns: int | None, 
     from gem_core.vector.base import EPISODE_SEED, FAULT, FINAL_INFO, FINAL_OBSERVATION, VectorEnv
 
     if not isinstance(vec_env, VectorEnv):
-        raise GemError(f"collect_episodes needs a vector environment (gem_core.make_vec), got {type(vec_env).__name__}.")
+        raise GemError("collect_episodes needs a vector environment (gem_core.make_vec), "
+                       f"got {type(vec_env).__name__}.")
     for name, value in (("num_episodes", num_episodes), ("max_turns", max_turns),
                         ("max_reset_failures", max_reset_failures)):
         if value is None and name == "max_turns":

@@ -133,7 +133,8 @@ def test_bad_policy_output_raises(policy, message):
 
 def test_bad_arguments_raise():
     with gem_core.make_vec(Countdown, 1) as vec:
-        for kwargs, message in [({"num_episodes": 0}, "num_episodes"), ({"num_episodes": 1, "max_turns": 0}, "max_turns")]:
+        for kwargs, message in [({"num_episodes": 0}, "num_episodes"),
+                                ({"num_episodes": 1, "max_turns": 0}, "max_turns")]:
             with pytest.raises(GemError, match=message):
                 gem_core.collect_episodes(vec, lambda obs: obs, **kwargs)
     with pytest.raises(GemError, match="make_vec"):
