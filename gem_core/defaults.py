@@ -8,6 +8,20 @@ from gem_core.hookspecs import hookimpl
 
 @hookimpl
 def gem_register_wrappers(register):
+    observation = "gem_core.wrappers.observation"
+    register("concat", f"{observation}:concat",
+             description="Every observation so far, one after another.")
+    register("concat_with_action", f"{observation}:concat_with_action",
+             description="Observations and actions so far, alternating.")
+    register("concat_chat", f"{observation}:concat_chat",
+             description="The episode so far as chat messages through a tokenizer's chat template "
+                         "(option: tokenizer).")
+    register("concat_chat_on_reset", f"{observation}:concat_chat_on_reset",
+             description="The first observation through the chat template, then plain text "
+                         "(option: tokenizer).")
+    register("episode_tracking", "gem_core.wrappers.episode_tracking:EpisodeTrackingWrapper",
+             description="Turn count and cumulative reward of the episode in info.")
+
     # The tool wrapper, and the reference's tool presets under their names.
     register("tool", "gem_core.tools.wrapper:ToolWrapper",
              description="Give the agent tools: tools=[names or (name, options)], max_tool_uses, rewards.")
