@@ -143,3 +143,14 @@ def test_max_tests_limits_the_tests_run():
     env = make("code:CodeContest", max_tests=1)
     env.reset(index=0)
     assert len(env.problem.tests) == 1 and env.problem.tests[0].input.startswith("1000000000")
+
+
+def test_async_vector_environment_runs_submissions_concurrently():
+    solutions = dict(enumerate(SOLUTIONS["code:CodeContest"]))
+    factory = lambda: make("code:CodeContest")  # noqa: E731
+    with gem_core.make_vec([factory] * 4, mode="async", seed=0) as vec:
+        vec.reset()
+        indices = [env.index for env in vec.envs]
+        _, rewards, terminated, _, infos = vec.step([fenced(solutions[i]) for i in indices])
+    assert list(rewards) == [Reward.PASS] * 4 and all(terminated)
+    assert all(info["sandboxed"] for info in infos)
