@@ -39,7 +39,9 @@ class CodeEnv(Env):
     Rows hold the problem statement (``question_key``) and the tests (``test_key``, in the
     formats :func:`gem_envs.code.testcases.parse_tests` reads). At most ``max_tests`` tests
     run, those with the longest inputs. Each test may take ``per_test_timeout`` seconds and all
-    of them together ``total_timeout``; memory is capped at ``memory_mb``.
+    of them together ``total_timeout``; memory is capped at ``memory_mb``. ``sandbox`` is
+    ``"warm"`` (a sandbox kept between submissions) or ``"fresh"`` (one per submission); with
+    ``allow_unsandboxed=True`` the tests run without isolation where no sandbox can be made.
 
     ``reset(seed)`` draws a new order of the problems from the seed and returns its first;
     ``reset()`` continues that order; ``reset(index=i)`` returns problem ``i``.
