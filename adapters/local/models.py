@@ -61,8 +61,9 @@ def packaged_gguf() -> Path:
     )
 
 
-def default_model_dir(*, weights: bool = True) -> Path:
-    """The built-in model as a plain Hugging Face folder, converted once and cached.
+def default_model_dir(*, weights: bool = True, cache: Path | None = None) -> Path:
+    """The built-in model as a plain Hugging Face folder, converted once and kept under ``cache``
+    (default :func:`cache_dir`).
 
     With ``weights=False`` only the tokenizer is converted (seconds instead of a minute), into a
     folder of its own.
@@ -70,7 +71,7 @@ def default_model_dir(*, weights: bool = True) -> Path:
     gguf = packaged_gguf()
     version = metadata.version(SMOLLM2_DISTRIBUTION)
     name = f"SmolLM2-135M-Instruct-{version}" + ("" if weights else "-tokenizer")
-    target = cache_dir() / "models" / name
+    target = (cache or cache_dir()) / "models" / name
     done_marker = target / ".complete"
     if done_marker.exists():
         return target
