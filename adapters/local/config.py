@@ -28,18 +28,18 @@ class TrainConfig:
     model: str = "smollm2"  # the built-in SmolLM2-135M-Instruct, or a local model folder
     estimator: str = "rebn"
     gamma: float = 0.9
-    steps: int = 6
-    episodes_per_step: int = 16
+    steps: int = 5
+    episodes_per_step: int = 8
     group_size: int = 1  # episodes per start state (seed); >= 2 for group estimators
-    learning_rate: float = 1e-5
+    learning_rate: float | None = None  # None: 2e-4 with LoRA, 1e-5 when training every weight
     micro_batch_tokens: int = 1024  # padded tokens per forward/backward pass (gradients accumulate)
     max_grad_norm: float = 1.0
     weight_decay: float = 0.0
-    max_new_tokens: int = 48
+    max_new_tokens: int = 32
     max_prompt_tokens: int = 1024
     temperature: float = 1.0
     top_p: float = 1.0
-    lora: bool = False
+    lora: bool = True  # train LoRA adapters (small, fast); False trains every weight
     lora_rank: int = 16
     lora_alpha: float = 32.0
     wrappers: str = "concat_chat"
@@ -50,6 +50,13 @@ class TrainConfig:
     seed: int = 0
     output_dir: str | None = None  # default: gem-runs/train-<time>
     save_every: int = 0  # steps between checkpoints; 0 saves only at the end
+
+    @property
+    def lr(self) -> float:
+        """The learning rate in effect (see ``learning_rate``)."""
+        if self.learning_rate is not None:
+            return self.learning_rate
+        return 2e-4 if self.lora else 1e-5
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -112,7 +119,7 @@ def validate(config: TrainConfig) -> None:
         raise ConfigError(f"save_every must be 0 (save at the end only) or a number of steps, got {config.save_every}.")
     if not 0.0 < config.gamma <= 1.0:
         raise ConfigError(f"gamma must be in (0, 1], got {config.gamma}.")
-    if config.learning_rate <= 0:
+    if config.learning_rate is not None and config.learning_rate <= 0:
         raise ConfigError(f"learning_rate must be positive, got {config.learning_rate}.")
     if config.temperature < 0:
         raise ConfigError(f"temperature must be >= 0 (0 is greedy), got {config.temperature}.")
@@ -146,7 +153,7 @@ def _check_types(config: TrainConfig) -> None:
     expected: dict[str, tuple[type, ...]] = {
         "envs": (list,), "model": (str,), "estimator": (str,), "gamma": (int, float),
         "steps": (int,), "episodes_per_step": (int,), "group_size": (int,),
-        "learning_rate": (int, float), "micro_batch_tokens": (int,), "max_grad_norm": (int, float),
+        "learning_rate": (int, float, type(None)), "micro_batch_tokens": (int,), "max_grad_norm": (int, float),
         "weight_decay": (int, float), "max_new_tokens": (int,), "max_prompt_tokens": (int,),
         "temperature": (int, float), "top_p": (int, float), "lora": (bool,), "lora_rank": (int,),
         "lora_alpha": (int, float), "wrappers": (str,), "chat_template": (str, type(None)),

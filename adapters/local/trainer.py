@@ -89,6 +89,7 @@ class Trainer:
         from gem_core import get_estimator
 
         c = self.config
+        _quiet_transformers()
         if c.threads:
             torch.set_num_threads(c.threads)
         self.device = resolve_device(c.device)
@@ -114,7 +115,7 @@ class Trainer:
         if not self.parameters:
             raise GemError(f"The model loaded from {str(source)!r} has no trainable parameters.")
         check_training_memory(self.model, self.parameters, c, self.device)
-        self.optimizer = torch.optim.AdamW(self.parameters, lr=c.learning_rate, weight_decay=c.weight_decay)
+        self.optimizer = torch.optim.AdamW(self.parameters, lr=c.lr, weight_decay=c.weight_decay)
         self.start_step = 0
         if state is not None:
             self.optimizer.load_state_dict(state.optimizer)
@@ -145,8 +146,9 @@ class Trainer:
         """Call the estimator on a batch shaped like the real ones, so a layout it rejects
         (e.g. no groups for GRPO) fails now."""
         c = self.config
-        groups = [slot // c.group_size for slot in range(c.episodes_per_step)] if c.group_size > 1 else None
-        rewards = [[float(slot % 2)] for slot in range(c.episodes_per_step)]
+        n = min(c.episodes_per_step, max(64 // c.group_size, 1) * c.group_size)  # the layout, not the size
+        groups = [slot // c.group_size for slot in range(n)] if c.group_size > 1 else None
+        rewards = [[float(slot % 2)] for slot in range(n)]
         try:
             self.estimator(rewards, gamma=c.gamma, group_ids=groups)
         except GemError as e:
@@ -241,6 +243,14 @@ class Trainer:
         return _StepProgress(self.start_step, self.config.steps, enabled=self.progress, console=self.console)
 
 
+def _quiet_transformers() -> None:
+    """Our own progress bar is the one to watch; transformers' per-file bars are noise here."""
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()
+    hf_logging.set_verbosity_error()
+
+
 class _StepProgress:
     """A rich progress bar over steps, showing the latest return and success rate."""
 
@@ -263,7 +273,7 @@ class _StepProgress:
             status = (f"return {record['mean_return']:+.3f}  success {record['success_rate']:.0%}  "
                       f"turns {record['turns_per_episode']:.2f}  {record['tokens_per_second']:.0f} tok/s")
             self._progress.update(task, advance=1, status=status)
-            self._progress.console.log(f"step {record['step']}: {status}")
+            self._progress.console.print(f"step {record['step']}: {status}")
 
         return update
 

@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+import gem_adapters.local  # noqa: F401  (before torch: sets OMP_WAIT_POLICY, see its docstring)
+
 pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
