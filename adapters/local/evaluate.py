@@ -109,7 +109,7 @@ class ChatEndpointPolicy:
         """Fail early when the endpoint is unreachable, rejects the key, or lacks the model."""
         openai = self._openai
         try:
-            listing = await self._client().models.list()
+            listing = await self._client().with_options(max_retries=1, timeout=30).models.list()
         except openai.APIConnectionError as e:
             raise EndpointError(f"Cannot reach {self.base_url} ({e}). Is the server running, and is the URL "
                                 "its OpenAI base (usually ending in /v1)?") from None

@@ -83,20 +83,21 @@ class Trainer:
 
     def setup(self) -> None:
         """Load everything and check it fits, before any episode is played."""
-        import torch
-
         import gem_core
         from gem_core import get_estimator
 
         c = self.config
+        self.estimator = get_estimator(c.estimator)
+        self._probe_estimator()
+        base = resolve_model(c.model)
+
+        import torch
+
         _quiet_transformers()
         if c.threads:
             torch.set_num_threads(c.threads)
         self.device = resolve_device(c.device)
         self.dtype = resolve_dtype(c.dtype, self.device)
-        self.estimator = get_estimator(c.estimator)
-        self._probe_estimator()
-        base = resolve_model(c.model)
         state = None
         if self.resume is not None:
             state = ckpt.load_trainer_state(self.resume)
