@@ -1,8 +1,21 @@
 #!/usr/bin/env bash
-# Runs every test stage. The core stage uses the current Python environment, which must have
-# `pip install -e ".[all,dev]"` (see .ci/run).
+# Runs every test stage.
+#
+# The core stage uses the current Python environment, which must have `pip install -e ".[all,dev]"`
+# (see .ci/run); arguments go to its pytest. Each training library's adapter then runs its tests in
+# a virtual environment of its own, installed as the README tells users and cached outside the
+# clone (scripts/adapter_envs.py; the first run builds it, later runs reuse it).
+# ADAPTER_STAGES="verl" (or "none") selects adapter stages; the default is all of them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 echo "== core, environments, tools, local trainer =="
-python -m pytest -q "$@"
+python -m pytest -q --ignore=tests/adapters "$@"
+
+stages="${ADAPTER_STAGES:-$(python scripts/adapter_envs.py list)}"
+[ "$stages" = "none" ] && exit 0
+for stage in $stages; do
+    echo "== adapter: $stage =="
+    stage_python="$(python scripts/adapter_envs.py python "$stage")"
+    "$stage_python" -m pytest -q "$(python scripts/adapter_envs.py tests "$stage")"
+done

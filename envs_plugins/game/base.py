@@ -1,11 +1,38 @@
-"""What the language games share: rewards, answer parsing, the turn limit."""
+"""What the language games share: rewards, answer parsing, the turn loop and its flags.
+
+A game subclasses :class:`GameEnv` and implements ``new_game`` (draw a fresh puzzle from
+``self.rng``), ``parse_move`` (the text of the last ``\\boxed{}`` to a move, or None), ``play``
+(apply a move: message, reward, :class:`Outcome`), ``random_move``, ``instructions`` and
+``task_suffix``. The base class turns those into Gym transitions:
+
+* no parseable move: ``Reward.FORMAT_ERROR``, ``terminated=True``, ``info["format_error"]``;
+* a won or lost game: ``terminated=True``, ``info["success"]``;
+* the turn limit: ``truncated=True``, ``info["success"] = False``, and the reward the game
+  gives at its limit (``reward_at_turn_limit``);
+* otherwise the game goes on; ``info["invalid_move"]`` marks a well-formed move that broke a rule.
+
+``task_suffix`` is cached: a game whose move changes what it shows sets ``self._suffix = None``.
+
+Every step's info has ``turn`` (turns taken) and ``suffix`` (the current board and what to do
+next, which observation wrappers append to the observation).
+"""
 
 from __future__ import annotations
 
-from typing import Any
+import random
+import re
+from collections.abc import Sequence
+from typing import Any, TypeVar
 
-from gem_core import Env
+from gem_core import Env, GemError
 from gem_core.parsing import last_boxed
+
+StepResult = tuple[str, float, bool, bool, dict[str, Any]]
+T = TypeVar("T")
+
+#: Box contents longer than this are not read as a move (a format error).
+MAX_ANSWER_CHARS = 200
+_SIMPLE_BOX = re.compile(r"\\boxed\{([^{}]*)\}")
 
 
 class Reward:
@@ -13,32 +40,154 @@ class Reward:
 
     SUCCESS = 1.0  # the game is won
     STEP = 0.0  # a valid move that does not end the game
-    FAIL = 0.0  # the game is lost (a mine, a wrong final answer)
-    INVALID = 0.0  # well-formed but against the rules (out of range, repeated)
-    FORMAT_ERROR = -0.1  # no parseable answer in the last \boxed{}; ends the episode
+    FAIL = 0.0  # the game is lost (a mine)
+    INVALID = 0.0  # well-formed but against the rules (out of range, repeated, blocked)
+    FORMAT_ERROR = -0.1  # no parseable move in the last \boxed{}; ends the episode
+
+
+class Outcome:
+    """What a move did, as told by :meth:`GameEnv.play` (plain constants: steps are hot)."""
+
+    ONGOING = "ongoing"
+    INVALID = "invalid"
+    WON = "won"
+    LOST = "lost"
+
+
+_ONGOING, _INVALID, _WON = Outcome.ONGOING, Outcome.INVALID, Outcome.WON
+
+
+class GameSettingsError(GemError, ValueError):
+    """Constructor arguments that describe no playable game."""
+
+
+class ResetNeededError(GemError, RuntimeError):
+    """``step`` or ``sample_random_action`` before the first ``reset``."""
 
 
 class GameEnv(Env):
-    """Base class of the language games: the answer is read from the last ``\\boxed{...}``;
-    an episode ends after ``max_turns`` turns (truncated)."""
+    """Base class of the language games (see the module docstring for the contract)."""
 
-    max_turns: int
+    #: The move syntax inside ``\\boxed{}``, quoted in format-error messages.
+    action_format: str = "\\boxed{...}"
+    max_turns: int = 1
     turn: int = 0
+    _ready: bool = False
+    #: The cached ``task_suffix()``; a game sets it to None whenever a move changes the board.
+    _suffix: str | None = None
 
-    @staticmethod
-    def parse_answer(action: str) -> str | None:
-        """The stripped content of the last complete ``\\boxed{}``, or None."""
-        answer = last_boxed(action) if isinstance(action, str) else None
-        return answer.strip() if answer is not None else None
+    # -- what a game implements ---------------------------------------------------------------
 
-    def format_error(self, message: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
-        """End the episode with the format-error penalty."""
-        return message, Reward.FORMAT_ERROR, True, False, self.info(format_error=True)
+    def new_game(self) -> None:
+        """Draw a new puzzle (and, for ``-random`` variants, new settings) from ``self.rng``."""
+        raise NotImplementedError
 
-    def info(self, **extra: Any) -> dict[str, Any]:
-        """The info dict every step returns: the turn count plus ``extra``."""
-        return {"turn": self.turn, "suffix": self.task_suffix(), **extra}
+    def parse_move(self, answer: str) -> Any | None:
+        """The move written in ``answer`` (stripped box content), or None if it is not one."""
+        raise NotImplementedError
+
+    def play(self, move: Any) -> tuple[str, float, Outcome]:
+        """Apply a parsed move; return the feedback, the reward and the outcome."""
+        raise NotImplementedError
+
+    def random_move(self) -> str:
+        """A random well-formed move, as the text that goes inside ``\\boxed{}``."""
+        raise NotImplementedError
+
+    def instructions(self) -> str:
+        """The first observation: the rules and the action format."""
+        raise NotImplementedError
 
     def task_suffix(self) -> str:
-        """A short reminder of what to do next, for observation wrappers."""
-        return "Enter your next move."
+        """The current board (if any) and what to do next."""
+        return "Enter your move."
+
+    def reward_at_turn_limit(self, reward: float) -> float:
+        """The reward of the step that hits the turn limit (games with partial credit override)."""
+        return reward
+
+    # -- the turn loop ----------------------------------------------------------------------------
+
+    def reset(self, seed: int | None = None, **options: Any) -> tuple[str, dict[str, Any]]:
+        super().reset(seed)
+        self.turn = 0
+        self.new_game()
+        self._ready = True
+        self._suffix = suffix = self.task_suffix()
+        return self.instructions(), {"turn": 0, "suffix": suffix}
+
+    def step(self, action: str) -> StepResult:
+        if not self._ready:
+            raise ResetNeededError(f"Call reset() before step() on {type(self).__name__}.")
+        self.turn = turn = self.turn + 1
+        answer = parse_answer(action)
+        move = None if answer is None else self.parse_move(answer)
+        if move is None:
+            return (
+                f"Turn {turn}: no valid move found. Write your move in the last \\boxed{{}} "
+                f"as {self.action_format}. Game over.",
+                Reward.FORMAT_ERROR, True, False,
+                {"turn": turn, "suffix": self._suffix, "format_error": True, "success": False},
+            )
+        message, reward, outcome = self.play(move)
+        suffix = self._suffix
+        if suffix is None:
+            self._suffix = suffix = self.task_suffix()
+        info = {"turn": turn, "suffix": suffix}
+        if outcome is _ONGOING:
+            if turn < self.max_turns:
+                return message, reward, False, False, info
+        elif outcome is _INVALID:
+            info["invalid_move"] = True
+            if turn < self.max_turns:
+                return message, reward, False, False, info
+        else:
+            info["success"] = outcome is _WON
+            return message, reward, True, False, info
+        info["success"] = False
+        message = f"{message}\nYou have used all {self.max_turns} turns. Game over."
+        return message, self.reward_at_turn_limit(reward), False, True, info
+
+    def sample_random_action(self) -> str:
+        if not self._ready:
+            raise ResetNeededError(
+                f"Call reset() before sample_random_action() on {type(self).__name__}."
+            )
+        return f"\\boxed{{{self.random_move()}}}"
+
+
+def parse_answer(action: str) -> str | None:
+    """The stripped content of the last complete ``\\boxed{}`` (as
+    :func:`gem_core.parsing.last_boxed` reads it); None if there is none or it is longer than
+    :data:`MAX_ANSWER_CHARS`."""
+    try:
+        start = action.rfind("\\boxed")
+    except AttributeError:  # not a string
+        return None
+    # Fast path for the usual answer, a last \boxed{...} with no braces inside and no \fbox
+    # after it: that box opens last and is complete, so last_boxed would return the same text.
+    if start >= 0:
+        match = _SIMPLE_BOX.match(action, start)
+        if match is not None and action.find("\\fbox", start) < 0:
+            answer = match.group(1)
+            return answer.strip() if len(answer) <= MAX_ANSWER_CHARS else None
+    answer = last_boxed(action)
+    if answer is None or len(answer) > MAX_ANSWER_CHARS:
+        return None
+    return answer.strip()
+
+
+def pick(rng: random.Random, items: Sequence[T]) -> T:
+    """A uniformly random item (as ``rng.choice``, a few times faster for hot samplers)."""
+    return items[int(rng.random() * len(items))]
+
+
+def random_int(rng: random.Random, low: int, high: int) -> int:
+    """A uniformly random integer in ``[low, high]`` (as ``rng.randint``, faster)."""
+    return low + int(rng.random() * (high - low + 1))
+
+
+def check_positive(name: str, value: int, minimum: int = 1) -> None:
+    """Raise :class:`GameSettingsError` unless ``value`` is an int of at least ``minimum``."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise GameSettingsError(f"{name} must be an integer >= {minimum}, got {value!r}.")

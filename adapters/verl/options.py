@@ -1,0 +1,86 @@
+"""The ``gem`` section of a verl config: how the agent loop plays each environment.
+
+.. code-block:: yaml
+
+    gem:
+      wrappers: [episode_tracking]   # GEM wrappers, innermost first (a list or a comma string)
+      max_turns: null                # stop after this many model turns (null: the env's own limit)
+      max_tokens_per_turn: null      # cap on one generation (null: what is left of the budget)
+
+verl's ``actor_rollout_ref.rollout.response_length`` is the token budget of a whole episode: every
+model turn and every observation in between.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from gem_core.errors import GemError
+
+#: Observation wrappers that repeat the episode so far in each observation. The agent loop already
+#: keeps the whole conversation in the model's context, so with these the model would read its
+#: history twice.
+HISTORY_WRAPPERS = frozenset({"concat", "concat_with_action", "concat_chat", "concat_chat_on_reset"})
+
+
+@dataclass(frozen=True)
+class AgentLoopOptions:
+    """Validated contents of the ``gem`` config section."""
+
+    wrappers: tuple[str, ...] = ()
+    max_turns: int | None = None
+    max_tokens_per_turn: int | None = None
+
+    @classmethod
+    def from_config(cls, section: Mapping[str, Any] | None) -> AgentLoopOptions:
+        """Read and check a ``gem`` section (a dict or an OmegaConf node; None for defaults)."""
+        section = dict(section or {})
+        unknown = sorted(set(section) - {"wrappers", "max_turns", "max_tokens_per_turn"})
+        if unknown:
+            raise GemError(
+                f"Unknown key(s) {', '.join(map(repr, unknown))} in the `gem` section of the verl config; "
+                "the accepted keys are 'wrappers', 'max_turns' and 'max_tokens_per_turn'."
+            )
+        return cls(
+            wrappers=parse_wrappers(section.get("wrappers")),
+            max_turns=_positive_or_none(section.get("max_turns"), "gem.max_turns"),
+            max_tokens_per_turn=_positive_or_none(section.get("max_tokens_per_turn"), "gem.max_tokens_per_turn"),
+        )
+
+    def to_config(self) -> dict[str, Any]:
+        return {"wrappers": list(self.wrappers), "max_turns": self.max_turns,
+                "max_tokens_per_turn": self.max_tokens_per_turn}
+
+
+def parse_wrappers(value: Any) -> tuple[str, ...]:
+    """Wrapper names from a comma string or a list; each must be registered with GEM and must not
+    repeat the conversation history."""
+    if value is None or value == "":
+        return ()
+    if isinstance(value, str):
+        names = [part.strip() for part in value.split(",") if part.strip()]
+    elif isinstance(value, (list, tuple)) or type(value).__name__ == "ListConfig":
+        names = [str(part).strip() for part in value]
+    else:
+        raise GemError(f"gem.wrappers must be a list of wrapper names or a comma string, not {value!r}.")
+    from gem_core.components import WRAPPERS
+
+    for name in names:
+        if name in HISTORY_WRAPPERS:
+            raise GemError(
+                f"Wrapper {name!r} repeats the episode so far in every observation, but the gem agent "
+                "loop already keeps the whole conversation in the model's context. Remove it from "
+                "gem.wrappers."
+            )
+        WRAPPERS.component(name)  # an unknown name raises, naming the closest ones
+    return tuple(names)
+
+
+def _positive_or_none(value: Any, key: str) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise GemError(f"{key} must be a positive integer or null, not {value!r}.")
+    return value

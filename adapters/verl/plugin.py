@@ -1,0 +1,9 @@
+"""GEM plugin of the verl adapter: offers ``gem verl``."""
+
+from gem_core import hookimpl
+
+
+@hookimpl
+def gem_register_adapters(register):
+    register("verl", "gem_adapters.verl.cli:verl",
+             description="Write a verl config and dataset for GEM environments.")

@@ -1,0 +1,1 @@
+"""Data files of the game pack (word lists and crossword clues); see NOTICE.txt."""

@@ -1,0 +1,162 @@
+"""Virtual environments for the adapter test stages.
+
+Each training library pins its own dependencies, so the tests of its adapter run in a virtual
+environment of their own, made by installing the adapter the way the README tells users. An
+environment is cached outside the clone, under a key made from everything that goes into it (the
+Python version, the install steps and the requirements of the extras), and reused while the key
+holds. The project itself is reinstalled (``pip install --no-deps -e .``) on every use, since the
+clone may have moved.
+
+    python scripts/adapter_envs.py list          # the adapter stages, one per line
+    python scripts/adapter_envs.py python NAME   # make or reuse NAME's environment, print its python
+    python scripts/adapter_envs.py tests NAME    # the test folder of NAME
+
+The cache folder is ``$GEM_TEST_ENVS``, by default ``~/.cache/gem-adapters/test-envs``.
+
+Adding a library is one entry in ``STAGES``.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+FORMAT = 1  # bump to rebuild every cached environment
+STALE_DAYS = 7  # environments of a stage unused this long are removed when a new one is built
+
+
+@dataclass(frozen=True)
+class Stage:
+    """How to install one adapter for its tests."""
+
+    extras: tuple[str, ...]
+    tests: str
+    #: Requirements installed first, as the README says (e.g. the CPU torch wheel).
+    before: tuple[str, ...] = ()
+    #: Further ``pip install`` argument lists, run after the extras.
+    after: tuple[tuple[str, ...], ...] = field(default=())
+
+
+STAGES: dict[str, Stage] = {
+    "verl": Stage(extras=("verl", "dev"), before=("torch==2.13.0",), tests="tests/adapters/verl"),
+}
+
+
+def cache_root() -> Path:
+    default = Path.home() / ".cache" / "gem-adapters" / "test-envs"
+    return Path(os.environ.get("GEM_TEST_ENVS") or default)
+
+
+def extra_requirements(extras: tuple[str, ...]) -> object:
+    """What the extras require, read from pyproject.toml (the whole file where tomllib is
+    missing, which only rebuilds more often)."""
+    text = (REPO / "pyproject.toml").read_text()
+    try:
+        import tomllib
+    except ImportError:  # Python 3.10
+        return text
+    declared = tomllib.loads(text)["project"]["optional-dependencies"]
+    return {extra: declared.get(extra) for extra in extras}
+
+
+def environment_key(name: str, stage: Stage) -> str:
+    recipe = {
+        "format": FORMAT,
+        "python": list(sys.version_info[:2]),
+        "implementation": sys.implementation.name,
+        "stage": asdict(stage),
+        "requirements": extra_requirements(stage.extras),
+    }
+    digest = hashlib.sha256(json.dumps(recipe, sort_keys=True).encode()).hexdigest()
+    return f"{name}-{digest[:16]}"
+
+
+def pip(python: Path, *args: str, quiet: bool = False) -> None:
+    """``pip install``; with ``quiet`` its output is shown only if it fails."""
+    command = [str(python), "-m", "pip", "install", "-q", *args]
+    result = subprocess.run(command, cwd=REPO, capture_output=quiet, text=True)
+    if result.returncode:
+        if quiet:
+            sys.stderr.write(result.stdout + result.stderr)
+        raise SystemExit(f"[adapter_envs] failed: {' '.join(command)}")
+
+
+def build(path: Path, stage: Stage) -> None:
+    say(f"building the test environment {path} (once; a few minutes)")
+    start = time.monotonic()
+    subprocess.run([sys.executable, "-m", "venv", str(path)], check=True)
+    python = path / "bin" / "python"
+    pip(python, "--upgrade", "pip", "setuptools>=70.1", "wheel")
+    if stage.before:
+        pip(python, *stage.before)
+    pip(python, "-e", f".[{','.join(stage.extras)}]")
+    for args in stage.after:
+        pip(python, *args)
+    (path / "complete").write_text(f"built in {time.monotonic() - start:.0f} s\n")
+
+
+def environment_python(name: str) -> Path:
+    """Make or reuse the environment of stage ``name``; refresh the project in it."""
+    stage = STAGES[name]
+    root = cache_root()
+    root.mkdir(parents=True, exist_ok=True)
+    path = root / environment_key(name, stage)
+    with open(root / f"{path.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # one builder at a time; the others wait and reuse
+        if not (path / "complete").exists():
+            shutil.rmtree(path, ignore_errors=True)  # a build that was cut off
+            try:
+                build(path, stage)
+            except BaseException:
+                shutil.rmtree(path, ignore_errors=True)
+                raise
+            prune(root, name, keep=path)
+        python = path / "bin" / "python"
+        pip(python, "--no-deps", "-e", ".", quiet=True)
+        (path / "complete").touch()  # marks it as used now
+    return python
+
+
+def prune(root: Path, name: str, *, keep: Path) -> None:
+    """Remove finished environments of stage ``name`` that no run has used for ``STALE_DAYS`` days
+    (builds in progress elsewhere have no marker yet and are left alone)."""
+    for old in root.glob(f"{name}-*"):
+        marker = old / "complete"
+        if old == keep or not old.is_dir():
+            continue
+        if marker.exists() and time.time() - marker.stat().st_mtime > STALE_DAYS * 86400:
+            say(f"removing the unused test environment {old}")
+            shutil.rmtree(old, ignore_errors=True)
+            (root / f"{old.name}.lock").unlink(missing_ok=True)
+
+
+def say(message: str) -> None:
+    print(f"[adapter_envs] {message}", file=sys.stderr, flush=True)
+
+
+def main(argv: list[str]) -> int:
+    if argv == ["list"]:
+        print("\n".join(STAGES))
+        return 0
+    if len(argv) == 2 and argv[0] in ("python", "tests"):
+        name = argv[1]
+        if name not in STAGES:
+            say(f"unknown stage {name!r}; the stages are: {', '.join(STAGES)}")
+            return 2
+        print(environment_python(name) if argv[0] == "python" else STAGES[name].tests)
+        return 0
+    say("usage: adapter_envs.py list | python NAME | tests NAME")
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
