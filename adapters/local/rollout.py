@@ -13,7 +13,7 @@ from typing import Any
 
 from gem_core.episodes import Episode
 
-from gem_adapters.local.loss import TurnSample
+from gem_adapters.local.loss import Sample
 
 
 def slot_env_ids(env_ids: Sequence[str], episodes: int, group_size: int) -> list[str]:
@@ -36,16 +36,25 @@ def group_ids(episodes: Sequence[Episode]) -> list[int]:
     return [ids.setdefault((e.env_id, e.seed), len(ids)) for e in episodes]
 
 
-def turn_samples(episodes: Sequence[Episode], advantages: Sequence[Any], policy: Any) -> tuple[list[TurnSample], int]:
-    """One :class:`TurnSample` per turn whose tokens ``policy`` sampled, carrying that turn's
-    advantage; also the number of turns left out (over-long prompts, where nothing was sampled)."""
-    samples: list[TurnSample] = []
-    skipped = 0
+def training_samples(episodes: Sequence[Episode], advantages: Sequence[Any], policy: Any,
+                     ) -> tuple[list[Sample], int, int]:
+    """Training samples for the turns whose tokens ``policy`` sampled, each response carrying its
+    turn's advantage; consecutive turns of an episode share a sample when their prompts extend
+    each other exactly. Also returns the turns trained and the turns left out (over-long
+    prompts, where nothing was sampled)."""
+    samples: list[Sample] = []
+    trained = skipped = 0
     for episode, episode_advantages in zip(episodes, advantages):
+        current: Sample | None = None
         for turn, advantage in zip(episode.turns, episode_advantages):
             ids = policy.take_sampled(turn.observation, turn.action)
             if ids is None or not ids[1]:
                 skipped += 1
+                current = None
                 continue
-            samples.append(TurnSample(ids[0], ids[1], float(advantage)))
-    return samples, skipped
+            trained += 1
+            prompt_ids, response_ids = ids
+            if current is None or not current.extend(prompt_ids, response_ids, float(advantage)):
+                current = Sample.turn(prompt_ids, response_ids, float(advantage))
+                samples.append(current)
+    return samples, trained, skipped

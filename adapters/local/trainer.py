@@ -37,7 +37,7 @@ from gem_adapters.local.models import (
     resolve_dtype,
     resolve_model,
 )
-from gem_adapters.local.rollout import group_ids, slot_env_ids, step_seeds, turn_samples
+from gem_adapters.local.rollout import group_ids, slot_env_ids, step_seeds, training_samples
 from gem_adapters.local.sampling import LocalPolicy, SamplingSettings
 
 METRICS_FILE = "metrics.jsonl"
@@ -198,8 +198,8 @@ class Trainer:
 
         advantages = self.estimator([e.rewards for e in episodes], gamma=c.gamma,
                                     group_ids=group_ids(episodes) if c.group_size > 1 else None)
-        samples, skipped = turn_samples(episodes, advantages, self.policy)
-        total_tokens = sum(len(s.response_ids) for s in samples)
+        samples, trained, skipped = training_samples(episodes, advantages, self.policy)
+        total_tokens = sum(s.num_model_tokens for s in samples)
 
         train_started = time.perf_counter()
         self.model.train()
@@ -220,14 +220,15 @@ class Trainer:
             "step": step,
             **episode_stats(episodes),
             "tokens_per_second": self.policy.generated_tokens / gen_s if gen_s else 0.0,
-            "response_tokens": total_tokens / max(len(samples), 1),
-            "turns_trained": len(samples),
+            "response_tokens": total_tokens / max(trained, 1),
+            "turns_trained": trained,
+            "sequences_trained": len(samples),
             "turns_skipped": skipped,
             "loss": loss_sum,
             "grad_norm": grad_norm if grad_norm == grad_norm else 0.0,  # NaN guard for the JSON log
             "rollout_seconds": rollout_s,
             "train_seconds": train_s,
-            "train_tokens_per_second": sum(len(s.prompt_ids) + len(s.response_ids) for s in samples) / train_s
+            "train_tokens_per_second": sum(len(s.prompt_ids) + len(s.completion_ids) for s in samples) / train_s
             if train_s else 0.0,
         }
 
