@@ -29,7 +29,7 @@ from typing import Any
 import gem_adapters.local  # noqa: F401  (before torch: sets OMP_WAIT_POLICY)
 
 PRESETS: dict[str, dict[str, Any]] = {
-    "cpu": {"steps": 4, "episodes_per_step": 8, "max_new_tokens": 24, "max_prompt_tokens": 768},
+    "cpu": {"steps": 5, "episodes_per_step": 8, "max_new_tokens": 16, "max_prompt_tokens": 768},
     "gpu": {"steps": 40, "episodes_per_step": 64, "max_new_tokens": 256, "max_prompt_tokens": 2048},
 }
 EASY_GAME = "game:GuessTheNumber-v0-easy"

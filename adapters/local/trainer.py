@@ -247,10 +247,14 @@ class Trainer:
 
 def _quiet_transformers() -> None:
     """Our own progress bar is the one to watch; transformers' per-file bars are noise here."""
+    import warnings
+
     from transformers.utils import logging as hf_logging
 
     hf_logging.disable_progress_bar()
     hf_logging.set_verbosity_error()
+    # peft still calls a transformers attribute that warns of its renaming
+    warnings.filterwarnings("ignore", message=".*is_gradient_checkpointing.*", category=FutureWarning)
 
 
 class _StepProgress:
