@@ -26,10 +26,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-import gem_adapters.local  # noqa: F401  (before torch: sets OMP_WAIT_POLICY)
+from gem_adapters.local.runtime import prefer_passive_openmp
 
 PRESETS: dict[str, dict[str, Any]] = {
-    "cpu": {"steps": 5, "episodes_per_step": 8, "max_new_tokens": 16, "max_prompt_tokens": 768},
+    "cpu": {"steps": 4, "episodes_per_step": 16, "max_new_tokens": 16, "max_prompt_tokens": 768},
     "gpu": {"steps": 40, "episodes_per_step": 64, "max_new_tokens": 256, "max_prompt_tokens": 2048},
 }
 EASY_GAME = "game:GuessTheNumber-v0-easy"
@@ -64,6 +64,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 def run_experiments(args: argparse.Namespace) -> dict[str, Any]:
+    prefer_passive_openmp()
     import torch
 
     from gem_adapters.local.config import build_config

@@ -12,11 +12,3 @@ Hugging Face model, with PyTorch and transformers, on CPU or one GPU. Install wi
 * :mod:`~gem_adapters.local.trainer`: the training loop, checkpoints, metrics;
 * :mod:`~gem_adapters.local.evaluate`: scoring a local model or an OpenAI-compatible endpoint.
 """
-
-import os as _os
-
-# torch's OpenMP worker threads busy-wait between operations by default. On a machine whose cores
-# are shared with other work, that makes small-model training and sampling 10-40x slower; sleeping
-# waits cost little when the machine is idle. Set before torch is imported (torch is imported
-# lazily by this package); a value the user set is kept.
-_os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")

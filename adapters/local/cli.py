@@ -72,7 +72,9 @@ def train(config_file: str | None, resume: str | None, progress: bool, **flags: 
     scores.
     """
     from gem_adapters.local.config import build_config, load_config_file
+    from gem_adapters.local.runtime import prefer_passive_openmp
 
+    prefer_passive_openmp()
     values: dict[str, Any] = {}
     if resume is not None:
         saved = Path(resume) / "config.yaml"
@@ -147,6 +149,9 @@ def eval_command(envs: tuple[str, ...], model: str | None, base_url: str | None,
     prints a table.
     """
     from gem_adapters.local.evaluate import EvalSettings, run_evaluation
+    from gem_adapters.local.runtime import prefer_passive_openmp
+
+    prefer_passive_openmp()
 
     settings = EvalSettings(envs=list(envs) or ["game:GuessTheNumber-v0-easy"], model=model, base_url=base_url,
                             **options)

@@ -177,6 +177,9 @@ def run_evaluation(settings: EvalSettings, *, console: Any = None) -> dict[str, 
     """Play ``settings.episodes`` episodes of every environment; write and print the report."""
     import gem_core
 
+    from gem_adapters.local.runtime import prefer_passive_openmp
+
+    prefer_passive_openmp()
     settings.validate()
     policy, template, describe = _make_policy(settings)
     output = Path(settings.output_dir or Path("gem-runs") / datetime.now().strftime("eval-%Y%m%d-%H%M%S"))

@@ -37,6 +37,7 @@ from gem_adapters.local.models import (
     resolve_dtype,
     resolve_model,
 )
+from gem_adapters.local.runtime import prefer_passive_openmp
 from gem_adapters.local.rollout import group_ids, slot_env_ids, step_seeds, training_samples
 from gem_adapters.local.sampling import LocalPolicy, SamplingSettings
 
@@ -70,6 +71,7 @@ class Trainer:
 
     def __init__(self, config: TrainConfig, *, resume: Path | None = None, progress: bool = True,
                  console: Any = None):
+        prefer_passive_openmp()
         self.config = config
         self.resume = resume
         self.progress = progress
@@ -107,6 +109,12 @@ class Trainer:
                     f"The run in {str(self.resume)!r} has already done {state.step} steps; pass "
                     f"--steps above {state.step} to train further."
                 )
+            saved_lora = (source / "adapter_config.json").exists()
+            if saved_lora != c.lora:
+                raise ConfigError(
+                    f"The run in {str(self.resume)!r} trained {'LoRA adapters' if saved_lora else 'every weight'}; "
+                    f"resume it with {'--lora' if saved_lora else '--no-lora'}."
+                )
         else:
             source = base
         self.tokenizer = load_tokenizer(source, chat_template=c.chat_template)
@@ -119,7 +127,11 @@ class Trainer:
         self.optimizer = torch.optim.AdamW(self.parameters, lr=c.lr, weight_decay=c.weight_decay)
         self.start_step = 0
         if state is not None:
-            self.optimizer.load_state_dict(state.optimizer)
+            try:
+                self.optimizer.load_state_dict(state.optimizer)
+            except ValueError as e:
+                raise ConfigError(f"The optimizer state in {str(self.resume)!r} does not fit this model ({e}); "
+                                  "resume with the settings the run was started with.") from None
             torch.set_rng_state(state.torch_rng)
             if state.cuda_rng is not None and torch.cuda.is_available():
                 torch.cuda.set_rng_state_all(state.cuda_rng)
@@ -130,12 +142,12 @@ class Trainer:
             max_new_tokens=c.max_new_tokens, temperature=c.temperature, top_p=c.top_p,
             max_prompt_tokens=c.max_prompt_tokens, batch_size=c.episodes_per_step,
         ))
+        self.output_dir.mkdir(parents=True, exist_ok=True)
+        (self.output_dir / EPISODES_DIR).mkdir(exist_ok=True)
         self.vec_env = gem_core.make_vec(
             slot_env_ids(c.envs, c.episodes_per_step, c.group_size), wrappers=c.wrappers,
             wrapper_options={"tokenizer": self.tokenizer},
         )
-        self.output_dir.mkdir(parents=True, exist_ok=True)
-        (self.output_dir / EPISODES_DIR).mkdir(exist_ok=True)
         save_config(c, self.output_dir / CONFIG_FILE)
         self.metrics = MetricsLog(self.output_dir / METRICS_FILE)
         if self.resume is None:

@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
-import gem_adapters.local  # noqa: F401  (before torch: sets OMP_WAIT_POLICY, see its docstring)
+from gem_adapters.local.runtime import prefer_passive_openmp
 
+prefer_passive_openmp()  # before torch loads (unless an earlier test module loaded it)
 pytest.importorskip("torch")
 pytest.importorskip("transformers")
 

@@ -112,6 +112,10 @@ def test_lora_run_saves_only_the_adapter_and_resumes(tiny_model_dir, tmp_path):
     moved = weights(again.checkpoint / MODEL)
     assert any(not torch.equal(adapter[n], moved[n]) for n in adapter)
 
+    with pytest.raises(ConfigError, match="resume it with --lora"):
+        Trainer(config(tiny_model_dir, tmp_path / "lora", steps=3, lora=False), resume=first.output_dir,
+                progress=False).run()
+
 
 def test_group_estimator_plays_each_start_state_several_times(tiny_model_dir, tmp_path):
     result = Trainer(config(tiny_model_dir, tmp_path / "grpo", steps=1, estimator="grpo", group_size=2,
