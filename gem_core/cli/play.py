@@ -31,8 +31,8 @@ def play(env_id: str, seed: int | None) -> None:
     try:
         while True:
             episode += 1
-            observation, _ = env.reset(seed=seed if episode == 1 else None)
-            console.print(Panel(Text(observation), title=f"{env_id} - episode {episode}", title_align="left"))
+            observation, info = env.reset(seed=seed if episode == 1 else None)
+            console.print(Panel(_shown(observation, info), title=f"{env_id} - episode {episode}", title_align="left"))
             total, turns = 0.0, 0
             while True:
                 action = _read_action(console)
@@ -46,7 +46,7 @@ def play(env_id: str, seed: int | None) -> None:
                 observation, reward, terminated, truncated, info = env.step(action)
                 turns += 1
                 total += float(reward)
-                console.print(Panel(Text(observation), title=f"turn {turns}", title_align="left"))
+                console.print(Panel(_shown(observation, info), title=f"turn {turns}", title_align="left"))
                 status = "terminated" if terminated else "truncated" if truncated else "continues"
                 console.print(Text(f"reward {reward:+.3f} | return {total:+.3f} | {status}", style="bold"))
                 shown = {k: v for k, v in info.items() if k != "suffix"}
@@ -61,6 +61,18 @@ def play(env_id: str, seed: int | None) -> None:
                     break
     finally:
         env.close()
+
+
+def _shown(observation: str, info: dict):
+    """The observation, followed by the state the environment puts in ``info["suffix"]`` (a
+    board, a reminder of what to do), as observation wrappers show it to a model."""
+    from rich.text import Text
+
+    text = Text(observation)
+    suffix = info.get("suffix")
+    if isinstance(suffix, str) and suffix:
+        text.append("\n" + suffix, style="cyan")
+    return text
 
 
 def _read_action(console) -> str | None:

@@ -63,3 +63,9 @@ def test_user_mistakes_give_clear_errors_not_tracebacks():
 def test_play_survives_end_of_input():
     result = gem_command("play", "game:GuessTheNumber-v0-easy", input="")
     assert result.returncode == 0 and "Traceback" not in result.stderr
+
+
+def test_play_shows_the_state_environments_keep_in_the_suffix():
+    result = gem_command("play", "game:Sudoku-v0-easy", "--seed", "0", input="/random\n/quit\n")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.count("Here is the grid") >= 2  # after reset and after the move
