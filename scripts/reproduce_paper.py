@@ -161,15 +161,16 @@ def main(argv: list[str] | None = None) -> int:
         writer.writerows(rows)
     plot(results, args.out / "claims.png")
 
-    from rich.console import Console
     from rich.table import Table
+
+    from gem_core.cli.output import console
 
     table = Table(title=f"paper claims, {results['preset']} preset, {results['seconds'] / 60:.1f} min")
     for column in rows[0]:
         table.add_column(column.replace("_", " "), justify="left" if column in ("experiment", "run", "env", "metric") else "right")
     for row in rows:
         table.add_row(*(f"{v:.3f}" if isinstance(v, float) else str(v) for v in row.values()))
-    Console().print(table)
+    console().print(table)
     print(f"Results: {args.out / 'claims.json'}  Plot: {args.out / 'claims.png'}")
     return 0
 

@@ -105,6 +105,12 @@ class ChatEndpointPolicy:
             self._clients[loop] = self._openai.AsyncOpenAI(**self._client_options)
         return self._clients[loop]
 
+    async def aclose(self) -> None:
+        """Close the client of the running event loop."""
+        client = self._clients.pop(id(asyncio.get_running_loop()), None)
+        if client is not None:
+            await client.close()
+
     async def check(self) -> None:
         """Fail early when the endpoint is unreachable, rejects the key, or lacks the model."""
         openai = self._openai
@@ -194,8 +200,12 @@ def run_evaluation(settings: EvalSettings, *, console: Any = None) -> dict[str, 
                                seed=settings.seed) as vec_env:
             if isinstance(policy, ChatEndpointPolicy) and not reports:
                 vec_env.run_coroutine(policy.check())
-            episodes = gem_core.collect_episodes(vec_env, policy, settings.episodes, seed=settings.seed,
-                                                 progress=settings.progress)
+            try:
+                episodes = gem_core.collect_episodes(vec_env, policy, settings.episodes, seed=settings.seed,
+                                                     progress=settings.progress)
+            finally:
+                if isinstance(policy, ChatEndpointPolicy):
+                    vec_env.run_coroutine(policy.aclose())
         from gem_core.episodes import save_episodes
 
         save_episodes(episodes, episodes_path, append=True)
@@ -230,7 +240,7 @@ def _make_policy(settings: EvalSettings) -> tuple[Any, Any, str]:
     policy = LocalPolicy(model, tokenizer, SamplingSettings(
         max_new_tokens=settings.max_new_tokens, temperature=settings.temperature, top_p=settings.top_p,
         batch_size=settings.concurrency,
-    ))
+    ), record=False)
     return policy, tokenizer, str(settings.model or DEFAULT_MODEL)
 
 

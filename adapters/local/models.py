@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -61,9 +62,10 @@ def packaged_gguf() -> Path:
     )
 
 
-def default_model_dir(*, weights: bool = True, cache: Path | None = None) -> Path:
+def default_model_dir(*, weights: bool = True, cache: Path | None = None,
+                      on_convert: Callable[[str], None] | None = None) -> Path:
     """The built-in model as a plain Hugging Face folder, converted once and kept under ``cache``
-    (default :func:`cache_dir`).
+    (default :func:`cache_dir`). ``on_convert`` is told (a sentence) when the conversion starts.
 
     With ``weights=False`` only the tokenizer is converted (seconds instead of a minute), into a
     folder of its own.
@@ -77,6 +79,9 @@ def default_model_dir(*, weights: bool = True, cache: Path | None = None) -> Pat
         return target
     _require("transformers", "Loading the built-in model")
     _require("gguf", "Converting the built-in model's GGUF file")
+    if on_convert is not None:
+        on_convert(f"Converting SmolLM2-135M-Instruct from {gguf.name} into {target} "
+                   f"(once: {'about a minute' if weights else 'a few seconds'}).")
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=target.parent))
     staging.chmod(0o755)
@@ -113,10 +118,10 @@ def _convert_gguf_weights(gguf: Path, out: Path) -> None:
     model.save_pretrained(out)
 
 
-def resolve_model(model: str | os.PathLike[str]) -> Path:
+def resolve_model(model: str | os.PathLike[str], *, on_convert: Callable[[str], None] | None = None) -> Path:
     """The folder to load for ``model``: the built-in name, or a local Hugging Face folder."""
     if str(model) == DEFAULT_MODEL:
-        return default_model_dir()
+        return default_model_dir(on_convert=on_convert)
     path = Path(model).expanduser()
     if not path.exists():
         raise ModelError(

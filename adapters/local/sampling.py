@@ -32,10 +32,11 @@ class LocalPolicy:
     a format error, which ends the episode) and is not recorded for training.
     """
 
-    def __init__(self, model: Any, tokenizer: Any, settings: SamplingSettings):
+    def __init__(self, model: Any, tokenizer: Any, settings: SamplingSettings, *, record: bool = True):
         self.model = model
         self.tokenizer = tokenizer
         self.settings = settings
+        self.record = record  # keep sampled token ids for training (see take_sampled)
         self.stop_ids = _stop_token_ids(model, tokenizer)
         self._sampled: dict[tuple[str, str], list[tuple[list[int], list[int]]]] = defaultdict(list)
         self.generated_tokens = 0
@@ -54,7 +55,8 @@ class LocalPolicy:
             for i, response in zip(chunk, responses):
                 text = self.tokenizer.decode(response, skip_special_tokens=True)
                 actions[i] = text
-                self._sampled[(prompts[i], text)].append((encoded[i], response))
+                if self.record:
+                    self._sampled[(prompts[i], text)].append((encoded[i], response))
         return actions
 
     def generate(self, prompts: list[list[int]]) -> list[list[int]]:

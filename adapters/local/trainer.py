@@ -91,7 +91,7 @@ class Trainer:
         c = self.config
         self.estimator = get_estimator(c.estimator)
         self._probe_estimator()
-        base = resolve_model(c.model)
+        base = resolve_model(c.model, on_convert=self._say)
 
         import torch
 
@@ -154,6 +154,18 @@ class Trainer:
             self.metrics.path.write_text("")
         else:
             self.metrics.truncate_after(self.start_step)
+        what = f"LoRA rank {c.lora_rank}" if c.lora else "every weight"
+        self._say(f"Training {c.model} ({what}, {self.device}) on {', '.join(c.envs)} with {c.estimator}, "
+                  f"gamma {c.gamma}: steps {self.start_step + 1}-{c.steps}, {c.episodes_per_step} episodes each. "
+                  f"Run folder: {self.output_dir}")
+
+    def _say(self, message: str) -> None:
+        if self.progress:
+            if self.console is None:
+                from gem_core.cli.output import console
+
+                self.console = console()
+            self.console.print(message)
 
     def _probe_estimator(self) -> None:
         """Call the estimator on a batch shaped like the real ones, so a layout it rejects

@@ -54,7 +54,7 @@ class ChatServer:
                                   temperature=float(body.get("temperature", 1.0)),
                                   top_p=float(body.get("top_p", 1.0)))
         with self._lock:
-            policy = self._policy_class(self.model, self.tokenizer, settings)
+            policy = self._policy_class(self.model, self.tokenizer, settings, record=False)
             ids = self.tokenizer.encode(prompt, add_special_tokens=False)
             response = policy.generate([ids])[0]
         text = self.tokenizer.decode(response, skip_special_tokens=True)
