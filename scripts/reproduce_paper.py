@@ -122,6 +122,7 @@ def plot(results: dict[str, Any], path: Path) -> None:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
 
     experiments = results["experiments"]
     fig, axes = plt.subplots(1, len(experiments), figsize=(5.5 * len(experiments), 4), squeeze=False)
@@ -133,6 +134,7 @@ def plot(results: dict[str, Any], path: Path) -> None:
         ax.set_xlabel("step")
         ax.set_ylabel(experiment["metric"].replace("_", " "))
         ax.grid(alpha=0.3)
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.legend()
     fig.suptitle(f"GEM paper claims, {results['preset']} preset ({results['model']})")
     fig.tight_layout()

@@ -72,6 +72,7 @@ def plot_learning_curve(records: Sequence[dict[str, Any]], path: Path, *, title:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
 
     fig, axes = plt.subplots(2, 2, figsize=(9, 6), sharex=True)
     steps = [r["step"] for r in records]
@@ -79,6 +80,7 @@ def plot_learning_curve(records: Sequence[dict[str, Any]], path: Path, *, title:
         ax.plot(steps, [r.get(key, float("nan")) for r in records], marker="o", markersize=3)
         ax.set_title(label)
         ax.grid(alpha=0.3)
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     for ax in axes[-1]:
         ax.set_xlabel("step")
     if title:
