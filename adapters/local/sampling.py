@@ -41,13 +41,11 @@ class LocalPolicy:
         self._sampled: dict[tuple[str, str], list[tuple[list[int], list[int]]]] = defaultdict(list)
         self.generated_tokens = 0
         self.generation_seconds = 0.0
-        self.over_long_prompts = 0
 
     def __call__(self, prompts: list[str]) -> list[str]:
         encoded = [self.tokenizer.encode(p, add_special_tokens=False) for p in prompts]
         actions = [""] * len(prompts)
         todo = [i for i, ids in enumerate(encoded) if len(ids) <= self.settings.max_prompt_tokens]
-        self.over_long_prompts += len(prompts) - len(todo)
         size = max(1, self.settings.batch_size)
         for start in range(0, len(todo), size):
             chunk = todo[start:start + size]
@@ -119,7 +117,6 @@ class LocalPolicy:
         self._sampled.clear()
         self.generated_tokens = 0
         self.generation_seconds = 0.0
-        self.over_long_prompts = 0
 
 
 def _stop_token_ids(model: Any, tokenizer: Any) -> set[int]:
