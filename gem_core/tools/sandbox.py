@@ -191,10 +191,11 @@ def sandbox_problem(python: str | None = None) -> str | None:
 def _run_sandboxed(interpreter: bubblewrap.Interpreter, limits: Limits, contents: dict[str, bytes],
                    stdin: bytes | None) -> PythonResult:
     script = f"{bubblewrap.WORKDIR}/{SCRIPT_NAME}"
-    program = _python_args(interpreter, limits, script, processes=True)
+    program = _python_args(interpreter, limits, script, sandboxed=True)
     fds = {name: _memfd(data) for name, data in contents.items()}
     try:
-        sandbox = bubblewrap.sandbox_argv(interpreter, program, tmp_bytes=limits.tmp_mb << 20, files=fds)
+        sandbox = bubblewrap.sandbox_argv(interpreter, program, tmp_bytes=limits.tmp_mb << 20, files=fds,
+                                          drops_privileges=True)
         with sandbox as (argv, pass_fds):
             return _execute(argv, limits, stdin=stdin, pass_fds=pass_fds, cwd="/",
                             env=_program_env(bubblewrap.WORKDIR), sandboxed=True)
@@ -213,7 +214,7 @@ def _run_unsandboxed(interpreter: bubblewrap.Interpreter, limits: Limits, conten
             os.makedirs(os.path.dirname(path), exist_ok=True)
             with open(path, "wb") as f:
                 f.write(data)
-        program = _python_args(interpreter, limits, os.path.join(workdir, SCRIPT_NAME), processes=False)
+        program = _python_args(interpreter, limits, os.path.join(workdir, SCRIPT_NAME), sandboxed=False)
         return _execute([interpreter.executable, *program], limits, stdin=stdin, pass_fds=[], cwd=workdir,
                         env=_program_env(workdir), sandboxed=False)
     finally:
@@ -359,12 +360,13 @@ class _Capture:
 
 # --- the program ----------------------------------------------------------------------------
 
-# Runs first in the fresh interpreter: applies the limits (in the sandbox, where the process count
+# Runs first in the fresh interpreter: in the sandbox, switches to the sandbox user (see
+# bubblewrap.DROP_PRIVILEGES); applies the limits (in the sandbox, where the process count
 # starts at zero), installs the interpreter's sys.path without running site hooks, and runs the
 # program as __main__ from its file, so tracebacks show its lines. The hook drops this
 # bootstrap's own frame from tracebacks.
 _BOOTSTRAP = """\
-import sys, resource as _r
+{drop_privileges}import sys, resource as _r
 for _k, _soft, _hard in {limits!r}:
     _k = getattr(_r, _k)
     _max = _r.getrlimit(_k)[1]
@@ -386,8 +388,10 @@ exec(compile(open(__file__, "rb").read(), __file__, "exec"))
 """
 
 
-def _python_args(interpreter: bubblewrap.Interpreter, limits: Limits, script: str, *, processes: bool) -> list[str]:
-    bootstrap = _BOOTSTRAP.format(limits=limits.rlimits(processes=processes),
+def _python_args(interpreter: bubblewrap.Interpreter, limits: Limits, script: str, *, sandboxed: bool) -> list[str]:
+    # The process limit needs the sandbox's own uid: outside it, it would count the host user's processes.
+    bootstrap = _BOOTSTRAP.format(drop_privileges=bubblewrap.DROP_PRIVILEGES if sandboxed else "",
+                                  limits=limits.rlimits(processes=sandboxed),
                                   sys_path=list(interpreter.sys_path), script=script)
     return ["-I", "-S", "-B", "-X", "utf8", "-c", bootstrap]
 

@@ -239,3 +239,22 @@ def _rss_mb() -> float:
             if line.startswith("VmRSS:"):
                 return int(line.split()[1]) / 1024
     return 0.0
+
+
+def test_the_program_runs_as_an_unprivileged_user_without_capabilities():
+    result = run_python(
+        "import os\n"
+        "status = dict(line.split(':', 1) for line in open('/proc/self/status').read().splitlines())\n"
+        "print(os.getuid(), os.getgid(), os.getgroups(), status['CapEff'].strip(), status['CapPrm'].strip(),\n"
+        "      status['CapAmb'].strip(), status['NoNewPrivs'].strip())\n"
+        "try:\n"
+        "    os.setuid(0)\n"
+        "    print('BECAME ROOT')\n"
+        "except PermissionError:\n"
+        "    print('setuid refused')\n",
+        timeout=TIMEOUT,
+    )
+    assert_contained(result, timed_out=False)
+    ids, refusal = result.stdout.splitlines()
+    assert ids == "65534 65534 [] 0000000000000000 0000000000000000 0000000000000000 1"
+    assert refusal == "setuid refused"
