@@ -19,8 +19,8 @@ PLANNED: dict[str, str] = {
     "games": "single-environment steps per second, per game",
     "vector": "vector environments: sync, async and latency-bound",
     "python_tool": "Python tool latency",
-    "math": "math answer grading",
-    "code": "code environment: running a solution's tests",
+    "math_grading": "math answer grading",
+    "code_tests": "code environment: running a solution's tests",
     "rebn": "ReBN advantage estimation",
 }
 

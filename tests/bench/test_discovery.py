@@ -1,5 +1,7 @@
 """Finding workload scripts and choosing among them."""
 
+import sys
+
 import pytest
 
 from bench import BenchError
@@ -8,7 +10,7 @@ from tests.bench.conftest import metrics_line
 
 
 def test_planned_workloads_come_first_then_other_scripts(workloads_dir):
-    workloads_dir("math", metrics_line(t=(1, "s", "lower")), description="grading answers")
+    workloads_dir("math_grading", metrics_line(t=(1, "s", "lower")), description="grading answers")
     workloads_dir("zeta", metrics_line(t=(1, "s", "lower")))
     workloads_dir("alpha", metrics_line(t=(1, "s", "lower")))
     (workloads_dir.folder / "_shared.py").write_text("HELPER = 1\n")
@@ -17,8 +19,8 @@ def test_planned_workloads_come_first_then_other_scripts(workloads_dir):
     workloads = discover(workloads_dir.folder)
     assert [w.name for w in workloads] == [*PLANNED, "alpha", "zeta"]
     by_name = {w.name: w for w in workloads}
-    assert by_name["math"].script == workloads_dir.folder / "math.py"
-    assert by_name["math"].description == "grading answers"  # the docstring, without "Workload:"
+    assert by_name["math_grading"].script == workloads_dir.folder / "math_grading.py"
+    assert by_name["math_grading"].description == "grading answers"  # the docstring, without "Workload:"
     assert by_name["games"].script is None
     assert by_name["games"].description == PLANNED["games"]
 
@@ -41,3 +43,10 @@ def test_select_keeps_suite_order_and_names_the_closest_workload():
     assert select(workloads, None) == workloads
     with pytest.raises(BenchError, match=r"No workload named 'import-make'\. Did you mean: import_make\?"):
         select(workloads, ["import-make"])
+
+
+def test_no_workload_shadows_a_standard_library_module():
+    # A script's folder comes first on the import path: bench/workloads/math.py would be imported
+    # as `math` by everything the workload runs.
+    shadowing = {w.name for w in discover() if w.script is not None} & set(sys.stdlib_module_names)
+    assert not shadowing

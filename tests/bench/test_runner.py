@@ -100,9 +100,9 @@ def test_a_run_past_the_timeout_is_stopped_and_reported(workloads_dir):
 
 
 def test_planned_workloads_are_skipped_with_a_note():
-    summary = summarise(Workload("code", "code tests", None), [], reference_run=True)
+    summary = summarise(Workload("code_tests", "code tests", None), [], reference_run=True)
     assert summary.status == "skipped"
-    assert summary.note == "not written yet (bench/workloads/code.py)"
+    assert summary.note == "not written yet (bench/workloads/code_tests.py)"
     assert summary.metrics == []
 
 

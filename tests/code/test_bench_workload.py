@@ -10,7 +10,7 @@ from tests.helpers import REPO
 
 
 def test_workload_prints_its_metrics():
-    out = subprocess.run([sys.executable, str(REPO / "bench/workloads/code.py"), "--impl", "ours", "--episodes", "4"],
+    out = subprocess.run([sys.executable, str(REPO / "bench/workloads/code_tests.py"), "--impl", "ours", "--episodes", "4"],
                          capture_output=True, text=True, timeout=300, cwd=REPO)
     assert out.returncode == 0, out.stderr
     metrics = json.loads(out.stdout.strip().splitlines()[-1])["metrics"]

@@ -9,7 +9,7 @@ PATH, as in an activated virtual environment, because the reference runs ``pytho
 Two metrics: one environment stepped in a loop, and 8 environments stepped at once from 8
 threads (as a trainer's vector environment does), each thread with its own environment.
 
-Run as ``python bench/workloads/code.py --impl ours|reference [--quick]``; the last line of
+Run as ``python bench/workloads/code_tests.py --impl ours|reference [--quick]``; the last line of
 output is the JSON of the metrics. The reference needs ``datasets`` in its environment.
 """
 
@@ -21,11 +21,6 @@ import os
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
-
-# This file is named like the standard library's `code` module, which libraries import (pdb,
-# through datasets): keep its folder off the import path.
-if sys.path and os.path.abspath(sys.path[0]) == os.path.dirname(os.path.abspath(__file__)):
-    del sys.path[0]
 
 CONCURRENT = 8
 

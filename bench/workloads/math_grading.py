@@ -7,26 +7,19 @@ eighths wrong (another problem's answer), one eighth without ``\\boxed{}``. The 
 episode depends only on its number and on the problem the environment shows (both serve the
 problems without shuffling; the reference reshuffles after each pass).
 
-Run as ``python bench/workloads/math.py --impl ours|reference [--quick]`` with the interpreter of
+Run as ``python bench/workloads/math_grading.py --impl ours|reference [--quick]`` with the interpreter of
 the implementation under test; the last stdout line is ``{"metrics": {...}}`` and stderr gets the
 mean reward (a check that both grade alike). The reference's math environment imports
 ``datasets`` and ``pylatexenc``, which gem-llm 0.1.0 does not install; without them the reference
 run exits with status 3 and says so.
 """
 
-import os
+import argparse
+import importlib.util
+import json
 import sys
-
-# This file is named math.py: keep its folder off the import path, or it would shadow the
-# standard library's math module.
-if sys.path and os.path.abspath(sys.path[0]) == os.path.dirname(os.path.abspath(__file__)):
-    del sys.path[0]
-
-import argparse  # noqa: E402
-import importlib.util  # noqa: E402
-import json  # noqa: E402
-import time  # noqa: E402
-from pathlib import Path  # noqa: E402
+import time
+from pathlib import Path
 
 FIXTURES = Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "math"
 REASONING = (
