@@ -16,7 +16,7 @@ from gem_core.errors import GemError, MissingDependencyError
 from gem_envs.code.extraction import last_code_block
 from gem_envs.code.runner import SANDBOX_MODES, Limits, RunReport, arun_tests, run_tests
 from gem_envs.code.testcases import CALL_PRELUDE, CallTest, CodeProblem, humaneval_problem, parse_tests
-from gem_envs.dataset_rows import RowOrder, load_rows
+from gem_envs.data import RowOrder, load_rows
 
 HUMANEVAL_PROMPT = (
     "Complete the following Python function. Reply with the complete function, and any imports "
@@ -43,8 +43,11 @@ class CodeEnv(Env):
     ``"warm"`` (a sandbox kept between submissions) or ``"fresh"`` (one per submission); with
     ``allow_unsandboxed=True`` the tests run without isolation where no sandbox can be made.
 
-    ``reset(seed)`` draws a new order of the problems from the seed and returns its first;
-    ``reset()`` continues that order; ``reset(index=i)`` returns problem ``i``.
+    The data options (``dataset_name``, ``split``, ``path``, ``dataset``) are those of
+    :func:`gem_envs.data.load_rows`. Episodes visit the problems as
+    :class:`~gem_envs.data.RowOrder` says: ``reset(seed)`` draws an order of the problems (or,
+    with ``shuffle=False``, starts at problem ``seed``), ``reset()`` continues it, and
+    ``reset(index=i)`` returns problem ``i``.
     """
 
     blocking = True  # a step waits on a sandboxed process
@@ -53,10 +56,11 @@ class CodeEnv(Env):
         self,
         dataset_name: str | None = None,
         split: str | None = None,
-        data_path: str | os.PathLike[str] | None = None,
+        path: str | os.PathLike[str] | None = None,
         dataset: Any = None,
         question_key: str = "problem",
         test_key: str = "tests",
+        shuffle: bool = True,
         max_tests: int | None = 12,
         per_test_timeout: float = 5.0,
         total_timeout: float = 30.0,
@@ -78,15 +82,16 @@ class CodeEnv(Env):
         self.max_tests = max_tests
         self.prompt_template = prompt_template
         self.question_key, self.test_key = question_key, test_key
-        self.rows = self._load(dataset_name=dataset_name, split=split, data_path=data_path, dataset=dataset)
-        self.order = RowOrder(len(self.rows))
+        self.rows = self._load(dataset_name=dataset_name, split=split, path=path, dataset=dataset)
+        self.order = RowOrder(len(self.rows), shuffle=shuffle)
         self._parsed: dict[int, CodeProblem] = {}  # shared with clones
         self.index: int | None = None
         self.problem: CodeProblem | None = None
         self.done = True
 
     def _load(self, **source: Any) -> Any:
-        return load_rows(self.env_id, columns=(self.question_key, self.test_key), **source)
+        return load_rows(self.env_id, columns={"question_key": self.question_key, "test_key": self.test_key},
+                         **source)
 
     def __len__(self) -> int:
         return len(self.rows)

@@ -7,13 +7,14 @@ limit (``info["timed_out"]``) or failed (``info["error"]``). The episode ends af
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from typing import Any
 
 from gem_core.errors import GemError
 
 from gem_envs.math import grading
-from gem_envs.math.data import GeneratedProblems, Problems, load_problems, table_from_rows
+from gem_envs.math.data import GeneratedProblems, Problems, load_problems, read_problems
 from gem_envs.math.question import DEFAULT_INSTRUCTION, QuestionEnv
 
 
@@ -22,19 +23,14 @@ class MathProblemsEnv(QuestionEnv):
 
     def __init__(self, problems: Problems, *, shuffle: bool = True,
                  time_limit: float = grading.DEFAULT_TIME_LIMIT, instruction: str = DEFAULT_INSTRUCTION):
-        super().__init__(shuffle=shuffle, instruction=instruction)
+        super().__init__(len(problems), shuffle=shuffle, instruction=instruction)
         if isinstance(time_limit, bool) or not isinstance(time_limit, (int, float)) or not time_limit > 0:
             raise GemError(f"time_limit must be a positive number of seconds, got {time_limit!r}.")
-        if len(problems) == 0:
-            raise GemError(f"{problems!r} holds no problems.")
         self.problems = problems
         self.time_limit = float(time_limit)
         self.question = ""
         self.answers: tuple[str, ...] = ()
         grading.worker_pool().warm()  # the first grading then waits less
-
-    def problem_count(self) -> int:
-        return len(self.problems)
 
     def load_problem(self, index: int) -> str:
         self.question, self.answers = self.problems[index]
@@ -64,22 +60,23 @@ class MathProblemsEnv(QuestionEnv):
 class MathEnv(MathProblemsEnv):
     """Math problems from a Hugging Face dataset, a local copy of one, or given rows.
 
-    Data comes from ``dataset`` (rows with ``question_key`` and ``answer_key``, or a
-    ``datasets.Dataset``) if given, else from ``path`` (a data file, a folder laid out like the Hub
-    repository, or a ``save_to_disk`` folder), else from the Hub dataset ``dataset_name``.
-    ``split`` picks the split. Answers may be a string, a number or a list of acceptable answers.
-    Missing data raises :class:`~gem_core.DataNotFoundError` saying how to get it.
+    The data options (``dataset_name``, ``split``, ``path``, ``dataset``) are those of
+    :func:`gem_envs.data.load_rows`; ``question_key`` and ``answer_key`` name the columns. An
+    answer may be a string, a number or a list of acceptable answers. Missing data raises
+    :class:`~gem_core.DataNotFoundError` saying how to get it.
     """
 
-    def __init__(self, dataset_name: str | None = None, split: str | None = "train", *,
-                 path: str | None = None, dataset: Any = None, question_key: str = "problem",
-                 answer_key: str = "answer", shuffle: bool = True,
-                 time_limit: float = grading.DEFAULT_TIME_LIMIT, instruction: str = DEFAULT_INSTRUCTION):
+    def __init__(self, dataset_name: str | None = None, split: str | None = None, *,
+                 path: str | os.PathLike[str] | None = None, dataset: Any = None,
+                 question_key: str = "problem", answer_key: str = "answer", shuffle: bool = True,
+                 time_limit: float = grading.DEFAULT_TIME_LIMIT, instruction: str = DEFAULT_INSTRUCTION,
+                 env_id: str | None = None):
+        self.env_id = env_id or "a math environment"
         self.dataset_name, self.split, self.path = dataset_name, split, path
         if dataset is not None:
-            problems: Problems = table_from_rows(dataset, question_key, answer_key)
+            problems: Problems = read_problems(self.env_id, question_key, answer_key, dataset=dataset, split=split)
         else:
-            problems = load_problems(dataset_name, split, None if path is None else str(path),
+            problems = load_problems(self.env_id, dataset_name, split, None if path is None else os.fspath(path),
                                      question_key, answer_key)
         super().__init__(problems, shuffle=shuffle, time_limit=time_limit, instruction=instruction)
 

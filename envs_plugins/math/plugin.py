@@ -42,18 +42,18 @@ TOOL_WRAPPER = "python_tool_no_int_reward"
 
 @hookimpl
 def gem_register_envs(register):
-    def register_with_tool(env_id, entry_point, *, description, **kwargs):
-        register(env_id, entry_point, description=description, **kwargs)
-        register(f"{env_id}+Tool", entry_point, wrappers=(TOOL_WRAPPER,), **kwargs,
+    def register_with_tool(id_, entry_point, *, description, **kwargs):
+        register(id_, entry_point, description=description, **kwargs)
+        register(f"{id_}+Tool", entry_point, wrappers=(TOOL_WRAPPER,), **kwargs,
                  description=f"{description} With a Python tool ({TOOL_WRAPPER}).")
 
     graded = "graded by math-verify"
     for env_id, (dataset, what) in TRAINING_SETS.items():
-        register_with_tool(env_id, _DATASET, dataset_name=dataset, split=None, offline=False,
+        register_with_tool(env_id, _DATASET, dataset_name=dataset, split=None, env_id=env_id, offline=False,
                            description=f"{what} ({dataset}), {graded}.")
     for env_id, (split, what) in EVALUATION_SETS.items():
         register_with_tool(env_id, _DATASET, dataset_name=EVALUATION_DATASET, split=split, shuffle=False,
-                           offline=False,
+                           env_id=env_id, offline=False,
                            description=f"{what} ({EVALUATION_DATASET}, split {split}), in order, {graded}.")
     for env_id, (task, what) in GENERATED_SETS.items():
         register_with_tool(env_id, _GENERATED, task=task,

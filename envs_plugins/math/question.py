@@ -8,53 +8,46 @@ from typing import Any, ClassVar
 from gem_core import Env
 from gem_core.errors import GemError
 
+from gem_envs.data import RowOrder
+
 DEFAULT_INSTRUCTION = "Please reason step by step, and put your final answer within \\boxed{}."
 
 
 class QuestionEnv(Env):
     """Base class: picks a problem per episode and builds the observation.
 
-    With ``shuffle`` each episode draws a problem at random from the environment's generator
-    (seeded by ``reset(seed)``); without it, problems come in order and ``reset(seed=n)`` starts
-    at problem ``n`` (modulo the count). ``reset(idx=i)`` shows problem ``i`` (and, without
-    shuffle, the next reset shows ``i + 1``). The
-    observation is the question, then a blank line and ``instruction`` unless it is empty.
+    Problems are visited as :class:`~gem_envs.data.RowOrder` says: shuffled, ``reset(seed)``
+    draws an order of the problems and ``reset()`` continues it (each problem once per pass);
+    with ``shuffle=False`` they come in order, ``reset(seed=n)`` starting at problem ``n``
+    (modulo the count). ``reset(index=i)`` shows problem ``i``. The observation is the question,
+    then a blank line and ``instruction`` unless it is empty.
     """
 
     # Grading waits on a scoring worker process.
     blocking: ClassVar[bool] = True
 
-    def __init__(self, *, shuffle: bool, instruction: str):
+    def __init__(self, count: int, *, shuffle: bool, instruction: str):
         if not isinstance(instruction, str):
             raise GemError(f"instruction must be a string, got {type(instruction).__name__}.")
+        if count == 0:
+            raise GemError(f"{type(self).__name__} has no problems.")
         self.shuffle = shuffle
         self.instruction = instruction
+        self.order = RowOrder(count, shuffle=shuffle)
         self.index: int | None = None
         self.done = False
-        self._next_position = 0
-
-    def problem_count(self) -> int:
-        raise NotImplementedError
 
     def load_problem(self, index: int) -> str:
         """Make problem ``index`` the current one and return its question."""
         raise NotImplementedError
 
-    def reset(self, seed: int | None = None, idx: int | None = None, **options: Any) -> tuple[str, dict[str, Any]]:
+    def reset(self, seed: int | None = None, index: int | None = None, **options: Any) -> tuple[str, dict[str, Any]]:
         super().reset(seed)
-        count = self.problem_count()
-        if idx is not None:
-            if isinstance(idx, bool) or not isinstance(idx, int) or not 0 <= idx < count:
-                raise GemError(f"idx must be an integer from 0 to {count - 1}, got {idx!r}.")
-            index = idx
-        elif self.shuffle:
-            index = self.rng.randrange(count)
-        else:
-            index = (seed if seed is not None else self._next_position) % count
-        question = self.load_problem(index)
-        self.index, self.done, self._next_position = index, False, index + 1
+        self.index = self.order.next(self.rng, seed=seed, index=index)
+        question = self.load_problem(self.index)
+        self.done = False
         observation = f"{question}\n\n{self.instruction}" if self.instruction else question
-        return observation, {"index": index}
+        return observation, {"index": self.index}
 
     def check_can_step(self) -> None:
         if self.index is None:

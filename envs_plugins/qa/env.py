@@ -9,7 +9,7 @@ from typing import Any
 from gem_core import Env
 from gem_core.errors import GemError
 
-from gem_envs.dataset_rows import RowOrder, load_rows
+from gem_envs.data import RowOrder, load_rows
 from gem_envs.qa.answers import boxed_answer, exact_match, gold_answers, tagged_answer
 
 TAGGED_PROMPT = (
@@ -37,34 +37,37 @@ class QaEnv(Env):
     (or the last ``\\boxed{}`` with ``extract_boxed=True``) and scored by exact match against
     every gold answer. One step per episode.
 
-    ``reset(seed)`` draws a new order of the questions from the seed and returns its first;
-    ``reset()`` without a seed continues that order, so successive resets visit every question
-    once per pass; ``reset(index=i)`` returns question ``i``.
+    The data options (``dataset_name``, ``split``, ``path``, ``dataset``) are those of
+    :func:`gem_envs.data.load_rows`. Episodes visit the questions as
+    :class:`~gem_envs.data.RowOrder` says: ``reset(seed)`` draws an order of the questions (or,
+    with ``shuffle=False``, starts at question ``seed``), ``reset()`` continues it, so every
+    question comes once per pass, and ``reset(index=i)`` returns question ``i``.
     """
 
     def __init__(
         self,
         dataset_name: str | None = None,
         split: str | None = None,
-        data_path: str | os.PathLike[str] | None = None,
+        path: str | os.PathLike[str] | None = None,
         dataset: Any = None,
         question_key: str = "question",
         answer_key: str = "answer",
+        shuffle: bool = True,
         extract_boxed: bool = False,
         prompt_template: str | None = None,
         format_penalty: float = Reward.NO_ANSWER,
         env_id: str | None = None,
     ):
         self.env_id = env_id or "a QA environment"
-        self.rows = load_rows(self.env_id, dataset_name=dataset_name, split=split, data_path=data_path,
-                              dataset=dataset, columns=(question_key, answer_key))
+        self.rows = load_rows(self.env_id, dataset_name=dataset_name, split=split, path=path, dataset=dataset,
+                              columns={"question_key": question_key, "answer_key": answer_key})
         self.question_key, self.answer_key = question_key, answer_key
         self.extract_boxed = extract_boxed
         self.prompt_template = prompt_template or (BOXED_PROMPT if extract_boxed else TAGGED_PROMPT)
         if "{question}" not in self.prompt_template:
             raise GemError("prompt_template must contain '{question}'.")
         self.format_penalty = float(format_penalty)
-        self.order = RowOrder(len(self.rows))
+        self.order = RowOrder(len(self.rows), shuffle=shuffle)
         self.index: int | None = None
         self.question = ""
         self.answers: list[str] = []

@@ -38,17 +38,14 @@ class ReasoningGymEnv(QuestionEnv):
                  config: Mapping[str, Any] | None = None, datasets: Mapping[str, Any] | None = None,
                  shuffle: bool = True, time_limit: float = DEFAULT_TIME_LIMIT,
                  instruction: str = INSTRUCTION):
-        super().__init__(shuffle=shuffle, instruction=instruction)
         if isinstance(time_limit, bool) or not isinstance(time_limit, (int, float)) or not time_limit > 0:
             raise GemError(f"time_limit must be a positive number of seconds, got {time_limit!r}.")
         self.name = name
         self.time_limit = float(time_limit)
         self.dataset = create_dataset(name, size=size, seed=seed, config=config, mix=datasets)
+        super().__init__(len(self.dataset), shuffle=shuffle, instruction=instruction)
         self.entry: dict[str, Any] | None = None
         scoring_pool().warm()
-
-    def problem_count(self) -> int:
-        return len(self.dataset)
 
     def load_problem(self, index: int) -> str:
         self.entry = self.dataset[index]

@@ -128,7 +128,7 @@ def test_misuse_is_a_clear_error():
 
 def test_malformed_tests_are_reported_with_their_row(tmp_path):
     (tmp_path / "bad.jsonl").write_text('{"problem": "p", "tests": "{broken"}\n')
-    env = gem_core.make("code:CodeContest", data_path=str(tmp_path / "bad.jsonl"))
+    env = gem_core.make("code:CodeContest", path=str(tmp_path / "bad.jsonl"))
     with pytest.raises(GemError, match="row 0 of code:CodeContest"):
         env.reset(seed=0)
 
@@ -136,7 +136,7 @@ def test_malformed_tests_are_reported_with_their_row(tmp_path):
 def test_missing_data_says_how_to_get_it():
     with pytest.raises(DataNotFoundError) as caught:
         gem_core.make("code:Taco8k")
-    assert "axon-rl/TACO-8k" in str(caught.value) and "data_path=" in str(caught.value)
+    assert "axon-rl/TACO-8k" in str(caught.value) and "path=" in str(caught.value)
 
 
 def test_max_tests_limits_the_tests_run():

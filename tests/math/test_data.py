@@ -40,11 +40,11 @@ def test_each_loader_reads_its_fixture(env_id):
     env = gem_core.make(env_id, path=str(FIXTURES / dataset.split("/")[1]))
     assert len(env.problems) == len(rows)
     for i, row in enumerate(rows):
-        observation, info = env.reset(idx=i)
+        observation, info = env.reset(index=i)
         assert observation.startswith(row["problem"]) and info["index"] == i
         assert env.answers == (row["answer"],)
         assert env.step(f"\\boxed{{{row['answer']}}}")[1] == 1.0
-    env.reset(idx=0)
+    env.reset(index=0)
     assert env.step("\\boxed{-98765}")[1] == 0.0
 
 
@@ -63,9 +63,9 @@ def test_a_data_file_and_a_saved_dataset_load_too(tmp_path):
 def test_rows_can_be_given_directly_with_several_answers():
     rows = [{"q": "x^2 = 9, x = ?", "a": ["3", "-3"]}, {"q": "1 + 1 = ?", "a": 2}]
     env = gem_core.make("math:Math12K", dataset=rows, question_key="q", answer_key="a", shuffle=False)
-    env.reset(idx=0)
+    env.reset(index=0)
     assert env.step("\\boxed{-3}")[1] == 1.0
-    env.reset(idx=1)
+    env.reset(index=1)
     assert env.answers == ("2",) and env.step("\\boxed{2}")[1] == 1.0
 
 

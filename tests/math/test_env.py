@@ -45,13 +45,13 @@ def test_unshuffled_environments_go_in_order_and_seed_picks_the_start():
     assert [env.reset()[1]["index"] for _ in range(3)] == [0, 1, 2]
     assert env.reset(seed=25)[1]["index"] == 5
     assert env.reset()[1]["index"] == 6
-    assert env.reset(idx=19)[1]["index"] == 19 and env.reset()[1]["index"] == 0
+    assert env.reset(index=19)[1]["index"] == 19 and env.reset()[1]["index"] == 0
     assert gem_core.spec("eval:AIME24").kwargs["shuffle"] is False
 
 
 def test_instruction_can_be_replaced_or_dropped():
-    assert make(instruction="").reset(idx=1)[0] == "What is 1 + 1?"
-    assert make(instruction="Answer in a box.").reset(idx=1)[0].endswith("\n\nAnswer in a box.")
+    assert make(instruction="").reset(index=1)[0] == "What is 1 + 1?"
+    assert make(instruction="Answer in a box.").reset(index=1)[0].endswith("\n\nAnswer in a box.")
 
 
 def test_clone_continues_identically_and_independently():
@@ -78,7 +78,7 @@ def test_async_step_grades_like_step():
 
 def test_a_timed_out_grading_scores_zero_and_says_so():
     env = make(time_limit=0.5)
-    env.reset(idx=1)
+    env.reset(index=1)
     _, reward, terminated, _, info = env.step("\\boxed{(x+1)^{100000}-x^{100000}}")
     assert reward == 0.0 and terminated and info["timed_out"]
 
@@ -99,8 +99,8 @@ def test_misuse_raises_clear_errors():
     env.step("\\boxed{1}")
     with pytest.raises(GemError, match="episode is over"):
         env.step("\\boxed{1}")
-    with pytest.raises(GemError, match="idx must be an integer from 0 to 19"):
-        env.reset(idx=20)
+    with pytest.raises(GemError, match=r"index=20 is out of range: there are 20 rows \(0 to 19\)"):
+        env.reset(index=20)
     with pytest.raises(GemError, match="time_limit"):
         make(time_limit=0)
     with pytest.raises(gem_core.EnvArgumentError, match="dataset_name"):

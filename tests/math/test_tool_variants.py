@@ -25,7 +25,7 @@ def test_every_math_id_has_a_tool_variant():
 @needs_sandbox
 def test_an_episode_with_tool_calls_then_an_answer():
     env = gem_core.make("math:Orz57K+Tool", path=str(REPO / "tests" / "fixtures" / "math" / "ORZ-57k"))
-    observation, info = env.reset(idx=1)  # the sum of the first 20 odd numbers
+    observation, info = env.reset(index=1)  # the sum of the first 20 odd numbers
     assert "<python>" in observation and info["tool_use_counter"] == 0
     observation, reward, terminated, _, info = env.step("<python>print(sum(range(1, 40, 2)))</python>")
     assert observation.startswith("Code execution result: 400") and reward == 0.0 and not terminated

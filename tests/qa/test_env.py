@@ -129,9 +129,9 @@ def test_missing_data_says_how_to_get_it():
         gem_core.make("eval:PopQA")
     message = str(caught.value)
     assert "axon-rl/search-eval" in message and "popqa" in message
-    assert "load_dataset" in message and "data_path=" in message
+    assert "load_dataset" in message and "path=" in message
     with pytest.raises(DataNotFoundError, match="does not exist"):
-        gem_core.make("qa:HotpotQA", data_path="/nonexistent/file.jsonl")
+        gem_core.make("qa:HotpotQA", path="/nonexistent/file.jsonl")
 
 
 def test_wrong_columns_and_splits_name_what_exists():
@@ -149,7 +149,7 @@ def test_local_copies_in_every_format(tmp_path):
     datasets.DatasetDict({"validation": datasets.Dataset.from_list(rows)}).save_to_disk(str(tmp_path / "saved"))
     (tmp_path / "q.jsonl").write_text('{"question": "What is 2 + 2?", "answer": ["4", "four"]}\n')
     for path in ("q.parquet", "saved", "q.jsonl"):
-        env = gem_core.make("eval:QaOpen", data_path=str(tmp_path / path))
+        env = gem_core.make("eval:QaOpen", path=str(tmp_path / path))
         env.reset(seed=0)
         assert env.step("<answer>Four</answer>")[1] == 1.0, path
     env = gem_core.make("eval:QaOpen", dataset=rows)
@@ -157,4 +157,4 @@ def test_local_copies_in_every_format(tmp_path):
     assert env.answers == ["4", "four"]
     (tmp_path / "bad.txt").write_text("x")
     with pytest.raises(GemError, match="jsonl"):
-        gem_core.make("eval:QaOpen", data_path=str(tmp_path / "bad.txt"))
+        gem_core.make("eval:QaOpen", path=str(tmp_path / "bad.txt"))

@@ -22,8 +22,8 @@ def test_same_seed_same_problem_and_reset_continues():
 def test_dataset_seed_and_size_choose_the_problems():
     small = gem_core.make("rg:basic_arithmetic", size=3)
     assert {small.reset()[1]["index"] for _ in range(30)} == {0, 1, 2}
-    a = gem_core.make("rg:basic_arithmetic", seed=1).reset(idx=0)[0]
-    b = gem_core.make("rg:basic_arithmetic", seed=2).reset(idx=0)[0]
+    a = gem_core.make("rg:basic_arithmetic", seed=1).reset(index=0)[0]
+    b = gem_core.make("rg:basic_arithmetic", seed=2).reset(index=0)[0]
     assert a != b
 
 

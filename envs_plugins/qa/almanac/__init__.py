@@ -7,7 +7,7 @@ from pathlib import Path
 
 from gem_core.errors import GemError
 
-from gem_envs.dataset_rows import load_rows
+from gem_envs.data import load_rows
 from gem_envs.qa.env import QaEnv, Reward
 
 HERE = Path(__file__).resolve().parent
@@ -29,7 +29,7 @@ class AlmanacEnv(QaEnv):
     ):
         if hops not in (None, 1, 2):
             raise GemError(f"hops must be 1, 2 or None (all questions), not {hops!r}.")
-        rows = load_rows(env_id, data_path=QUESTIONS)
+        rows = load_rows(env_id, path=QUESTIONS)
         if hops is not None:
             rows = [row for row in rows if row["hops"] == hops]
         self.hops = hops
