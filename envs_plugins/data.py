@@ -65,27 +65,28 @@ def column(rows: Rows, key: str) -> Sequence[Any]:
 
 
 def _check(rows: Any, columns: Mapping[str, str], env_id: str) -> None:
-    if hasattr(rows, "column_names"):  # a datasets.Dataset: its schema holds for every row
-        names = list(rows.column_names)
-    elif isinstance(rows, Sequence) and not isinstance(rows, (str, bytes)):
+    table = hasattr(rows, "column_names")  # a datasets.Dataset: its schema holds for every row
+    if not table:
+        if not isinstance(rows, Sequence) or isinstance(rows, (str, bytes)):
+            raise GemError(f"{env_id}: the data must be a datasets.Dataset or a list of dicts, "
+                           f"not {type(rows).__name__}.")
         for number, row in enumerate(rows):
             if not isinstance(row, Mapping):
                 raise GemError(f"{env_id}: row {number} of the data is a {type(row).__name__}, not a "
                                "dict; the data must be a datasets.Dataset or a list of dicts.")
-            absent = [name for name in columns.values() if name not in row]
-            if absent and number > 0:
-                raise GemError(f"{env_id}: row {number} of the data has no column "
-                               f"{', '.join(map(repr, absent))}, unlike row 0.")
-        names = list(rows[0]) if len(rows) else []
-    else:
-        raise GemError(f"{env_id}: the data must be a datasets.Dataset or a list of dicts, "
-                       f"not {type(rows).__name__}.")
     if len(rows) == 0:
         raise DataNotFoundError(f"The data of {env_id} has no rows.")
+    names = list(rows.column_names if table else rows[0])
     for option, name in columns.items():
         if name not in names:
             raise GemError(f"The data of {env_id} has no column {name!r} ({option}); its columns are "
                            f"{', '.join(map(repr, names))}. Pass {option}= one of them.")
+    if not table:
+        for number, row in enumerate(rows):
+            absent = [name for name in columns.values() if name not in row]
+            if absent:
+                raise GemError(f"{env_id}: row {number} of the data has no column "
+                               f"{', '.join(map(repr, absent))}, unlike row 0.")
 
 
 def _from_path(path: Path, split: str | None, env_id: str) -> Rows:

@@ -18,7 +18,7 @@ INFO_KEYS = {"index", "problem_id", "tests_total", "tests_passed", "tests_failed
 
 
 def make(env_id, **kwargs):
-    return gem_core.make(env_id, dataset_name=str(FIXTURES / DATASET_FIXTURES[env_id]), **kwargs)
+    return gem_core.make(env_id, path=str(FIXTURES / DATASET_FIXTURES[env_id]), **kwargs)
 
 
 def test_every_dataset_id_has_a_fixture():

@@ -1,7 +1,6 @@
 """The dataset environments' loaders, on the fixtures laid out like the Hub repositories."""
 
 import json
-import os
 
 import pytest
 

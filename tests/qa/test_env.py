@@ -21,7 +21,7 @@ FIXTURE_OF = {
 
 
 def make(env_id, **kwargs):
-    return gem_core.make(env_id, dataset_name=str(FIXTURES / FIXTURE_OF[env_id]), **kwargs)
+    return gem_core.make(env_id, path=str(FIXTURES / FIXTURE_OF[env_id]), **kwargs)
 
 
 def test_every_dataset_id_has_a_fixture():
@@ -138,7 +138,7 @@ def test_wrong_columns_and_splits_name_what_exists():
     with pytest.raises(GemError, match="'problem'.*columns are 'question', 'answer'"):
         make("eval:QaOpen", question_key="problem")
     with pytest.raises(GemError, match="no split 'nope'"):
-        gem_core.make("eval:QaOpen", dataset_name=str(FIXTURES / "nq_open"), split="nope")
+        gem_core.make("eval:QaOpen", path=str(FIXTURES / "nq_open"), split="nope")
 
 
 def test_local_copies_in_every_format(tmp_path):

@@ -78,7 +78,7 @@ def test_search_variants_of_hub_datasets_need_a_retrieval_server(monkeypatch):
     ids = [s.id for s in gem_core.list_envs("*+Search")]
     assert "qa:HotpotQA+Search" in ids and "eval:Bamboogle+Search" in ids and len(ids) == 11
     with pytest.raises(GemError, match="SEARCH_URL"):
-        gem_core.make("qa:HotpotQA+Search", dataset_name=str(FIXTURES / "HotpotQA"))
+        gem_core.make("qa:HotpotQA+Search", path=str(FIXTURES / "HotpotQA"))
 
 
 @pytest.fixture
