@@ -119,7 +119,8 @@ class GameEnv(Env):
     # -- the turn loop ----------------------------------------------------------------------------
 
     def reset(self, seed: int | None = None, **options: Any) -> tuple[str, dict[str, Any]]:
-        Env.reset(self, seed)  # not super(): a bound super() is slow on Python 3.10-3.11
+        if seed is not None or not self._ready:  # else Env.reset has nothing to do: skip the call
+            super().reset(seed)
         self.turn = 0
         self.new_game()
         self._ready = True
