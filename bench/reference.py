@@ -6,6 +6,7 @@ The environment is created once per version under ``~/.cache/gem-adapters/bench/
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import subprocess
@@ -19,6 +20,9 @@ from bench import BenchError
 DISTRIBUTION = "gem-llm"
 VERSION = "0.1.0"
 LABEL = f"{DISTRIBUTION} {VERSION}"
+#: Modules the reference imports in its math, code and Crosswords environments without declaring
+#: them; installed beside it so that those workloads run on both sides.
+UNDECLARED = ("datasets", "pylatexenc", "pandas")
 
 
 def cache_root() -> Path:
@@ -26,9 +30,15 @@ def cache_root() -> Path:
     return Path(base) / "gem-adapters" / "bench"
 
 
+def requirements(version: str = VERSION) -> list[str]:
+    """What the reference environment installs."""
+    return [f"{DISTRIBUTION}=={version}", *UNDECLARED]
+
+
 def venv_dir(version: str = VERSION) -> Path:
-    """Where the reference environment of ``version`` lives."""
-    return cache_root() / f"{DISTRIBUTION}-{version}"
+    """Where the reference environment of ``version`` lives, keyed by what it installs."""
+    key = hashlib.sha256(" ".join(requirements(version)).encode()).hexdigest()[:8]
+    return cache_root() / f"{DISTRIBUTION}-{version}-{key}"
 
 
 def venv_python(venv: Path) -> Path:
@@ -63,7 +73,8 @@ def ensure_reference(console: Console, version: str = VERSION) -> Path:
     """The interpreter of the cached reference environment, created first when missing."""
     venv = venv_dir(version)
     python = venv_python(venv)
-    if python.exists() and installed_version(python) == version:
+    complete = venv / ".complete"
+    if python.exists() and complete.exists() and installed_version(python) == version:
         return python
     if venv.exists():
         console.print(f"[yellow]{venv} is incomplete; creating it again.[/]")
@@ -74,7 +85,7 @@ def ensure_reference(console: Console, version: str = VERSION) -> Path:
     with log.open("w") as log_file, console.status("python -m venv") as status:
         _stream([sys.executable, "-m", "venv", str(venv)], log_file, status)
         _stream(
-            [str(python), "-m", "pip", "install", "--disable-pip-version-check", f"{DISTRIBUTION}=={version}"],
+            [str(python), "-m", "pip", "install", "--disable-pip-version-check", *requirements(version)],
             log_file, status,
         )
     if installed_version(python) != version:
@@ -82,6 +93,7 @@ def ensure_reference(console: Console, version: str = VERSION) -> Path:
             f"Installing {DISTRIBUTION}=={version} into {venv} failed (pip's output: {log}). "
             "Check that pip can reach a package index, or run with --no-reference."
         )
+    complete.touch()
     console.print(f"Reference environment ready ({log}).")
     return python
 

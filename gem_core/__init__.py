@@ -25,19 +25,55 @@ from gem_core.registry import EnvSpec, list_envs, make, register, spec
 
 __version__ = "0.1.0"
 
+# Imported on first use, so that `import gem_core` stays light (the vector package needs numpy).
+_LAZY = {
+    "make_vec": "gem_core.vector",
+    "VectorEnv": "gem_core.vector",
+    "SyncVectorEnv": "gem_core.vector",
+    "AsyncVectorEnv": "gem_core.vector",
+    "collect_episodes": "gem_core.rollout",
+    "acollect_episodes": "gem_core.rollout",
+    "wrap": "gem_core.wrappers",
+    "ObservationWrapper": "gem_core.wrappers",
+    "EpisodeTrackingWrapper": "gem_core.wrappers",
+}
+
+
+def __getattr__(name: str):
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'gem_core' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_LAZY])
+
+
 __all__ = [
+    "AsyncVectorEnv",
     "DataNotFoundError",
     "DuplicateRegistrationError",
     "Env",
     "EnvArgumentError",
     "EnvSpec",
+    "EpisodeTrackingWrapper",
     "GemError",
     "InvalidRegistrationError",
     "MissingDependencyError",
+    "ObservationWrapper",
     "PluginError",
+    "SyncVectorEnv",
     "UnknownEnvError",
     "UnknownNameError",
+    "VectorEnv",
     "Wrapper",
+    "acollect_episodes",
+    "collect_episodes",
     "get_adapter",
     "get_estimator",
     "get_tool",
@@ -45,6 +81,8 @@ __all__ = [
     "hookimpl",
     "list_envs",
     "make",
+    "make_vec",
     "register",
     "spec",
+    "wrap",
 ]

@@ -8,12 +8,44 @@ from gem_core.hookspecs import hookimpl
 
 @hookimpl
 def gem_register_wrappers(register):
-    pass
+    observation = "gem_core.wrappers.observation"
+    register("concat", f"{observation}:concat",
+             description="Every observation so far, one after another.")
+    register("concat_with_action", f"{observation}:concat_with_action",
+             description="Observations and actions so far, alternating.")
+    register("concat_chat", f"{observation}:concat_chat",
+             description="The episode so far as chat messages through a tokenizer's chat template "
+                         "(option: tokenizer).")
+    register("concat_chat_on_reset", f"{observation}:concat_chat_on_reset",
+             description="The first observation through the chat template, then plain text "
+                         "(option: tokenizer).")
+    register("episode_tracking", "gem_core.wrappers.episode_tracking:EpisodeTrackingWrapper",
+             description="Turn count and cumulative reward of the episode in info.")
+
+    # The tool wrapper, and the reference's tool presets under their names.
+    register("tool", "gem_core.tools.wrapper:ToolWrapper",
+             description="Give the agent tools: tools=[names or (name, options)], max_tool_uses, rewards.")
+    register("python_tool", "gem_core.tools.wrapper:python_tool",
+             description="Python tool, 5 calls, reward 0.05 per call + 0.25 per successful run.")
+    register("python_tool_no_int_reward", "gem_core.tools.wrapper:python_tool_no_int_reward",
+             description="Python tool, 5 calls, no tool rewards.")
+    register("python_tool_no_int_reward_last_line_error",
+             "gem_core.tools.wrapper:python_tool_no_int_reward_last_line_error",
+             description="Python tool showing only the last line of errors, 5 calls, no tool rewards.")
+    register("search_tool", "gem_core.tools.wrapper:search_tool",
+             description="Search tool (SEARCH_URL), 5 calls, reward 0.3 per call.")
+    register("search_tool_no_int_reward", "gem_core.tools.wrapper:search_tool_no_int_reward",
+             description="Search tool (SEARCH_URL), 5 calls, no tool rewards.")
 
 
 @hookimpl
 def gem_register_tools(register):
-    pass
+    register("python", "gem_core.tools.python_tool:PythonTool",
+             description="Runs <python>...</python> code in a bubblewrap sandbox.")
+    register("search", "gem_core.tools.search_tool:SearchTool",
+             description="Answers <search>...</search> from a BM25 corpus or a retrieval server.")
+    register("mcp", "gem_core.tools.mcp_tool:MCPTool",
+             description="Calls the tools of MCP servers (stdio or streamable HTTP).")
 
 
 ESTIMATORS = {

@@ -17,6 +17,7 @@ BUILTIN_COMMANDS: dict[str, tuple[str, str]] = {
     "envs": ("gem_core.cli.envs:envs", "List registered environments."),
     "play": ("gem_core.cli.play:play", "Play an environment in the terminal."),
     "plugins": ("gem_core.cli.plugins:plugins", "Show each plugin, what it registered and its failures."),
+    "search-server": ("gem_core.cli.search_server:search_server", "Serve BM25 search over a corpus for the search tool."),
 }
 
 

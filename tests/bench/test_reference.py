@@ -9,10 +9,15 @@ from rich.console import Console
 from bench import BenchError, reference
 
 
-def test_the_environment_is_keyed_by_version_under_the_cache(tmp_path, monkeypatch):
+def test_the_environment_is_keyed_by_what_it_installs_under_the_cache(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    assert reference.venv_dir() == tmp_path / "gem-adapters" / "bench" / "gem-llm-0.1.0"
-    assert reference.venv_dir("0.2.0").name == "gem-llm-0.2.0"
+    venv = reference.venv_dir()
+    assert venv.parent == tmp_path / "gem-adapters" / "bench"
+    assert venv.name.startswith("gem-llm-0.1.0-")
+    assert reference.venv_dir("0.2.0").name.startswith("gem-llm-0.2.0-")
+    monkeypatch.setattr(reference, "UNDECLARED", ("pandas",))
+    assert reference.venv_dir() != venv  # other requirements, another environment
+    assert reference.requirements() == ["gem-llm==0.1.0", "pandas"]
 
 
 def test_a_present_environment_is_reused_without_installing(tmp_path, monkeypatch, fake_reference):
@@ -20,10 +25,11 @@ def test_a_present_environment_is_reused_without_installing(tmp_path, monkeypatc
     python = reference.venv_python(reference.venv_dir())
     python.parent.mkdir(parents=True)
     python.symlink_to(fake_reference)
+    (python.parents[1] / ".complete").touch()
     console = Console(record=True, width=200)
     assert reference.ensure_reference(console) == python
     assert console.export_text() == ""  # nothing created, nothing said
-    assert sorted(p.name for p in python.parents[2].iterdir()) == ["gem-llm-0.1.0"]  # no install log
+    assert [p.name for p in python.parents[2].iterdir()] == [python.parents[1].name]  # no install log
 
 
 def test_an_interpreter_without_the_reference_is_refused_with_the_fix():

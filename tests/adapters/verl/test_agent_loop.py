@@ -200,16 +200,35 @@ def test_gem_max_turns_stops_the_episode(written_run, chat_tokenizer):
 
 
 def test_the_response_budget_is_never_exceeded(written_run, chat_tokenizer):
-    budget = 90
-    config = compose_config(written_run.config, [f"data.max_response_length={budget}"])
+    # Measure the turns once, then give a budget that the observation after turn 2 fills exactly.
+    unlimited, measured = play(run_config_with(written_run, 512), chat_tokenizer, repeat_one, row(HARD, 2))
+    budget = len(measured.calls[2]["prompt_ids"]) - len(unlimited.prompt_ids)
+    config = run_config_with(written_run, budget)
     assert config.actor_rollout_ref.rollout.response_length == budget
-    output, server = play(config, chat_tokenizer, lambda prompt: "\\boxed{1}", row(HARD, 2))
+    output, server = play(config, chat_tokenizer, repeat_one, row(HARD, 2))
     assert output.extra_fields["gem_stop"] == "response_length"  # the next observation did not fit
-    assert len(server.calls) >= 2
+    assert len(server.calls) == 2
     assert len(output.response_ids) == len(output.response_mask) <= budget
     for call in server.calls:  # each turn may use what is left, and no more
         used = len(call["prompt_ids"]) - len(output.prompt_ids)
         assert call["sampling_params"]["max_tokens"] == budget - used
+
+
+def test_a_generation_cut_by_the_budget_is_still_played(written_run, chat_tokenizer):
+    unlimited, measured = play(run_config_with(written_run, 512), chat_tokenizer, repeat_one, row(HARD, 2))
+    budget = len(measured.calls[2]["prompt_ids"]) - len(unlimited.prompt_ids) + 2  # two tokens for turn 3
+    output, server = play(run_config_with(written_run, budget), chat_tokenizer, repeat_one, row(HARD, 2))
+    assert [len(ids) for ids in server.generated][-1] == 2
+    assert len(output.response_ids) == budget
+    assert output.extra_fields["turn_scores"][-1] == -0.1  # the cut answer lost its \boxed{}: a format error
+
+
+def run_config_with(written_run, response_length: int):
+    return compose_config(written_run.config, [f"data.max_response_length={response_length}"])
+
+
+def repeat_one(prompt: str) -> str:
+    return "\\boxed{1}"
 
 
 def test_max_tokens_per_turn_caps_each_generation(written_run, chat_tokenizer):

@@ -1,0 +1,77 @@
+"""Checkpoints: the model (or its LoRA adapter), the tokenizer, the optimizer and the random state.
+
+A run keeps its latest checkpoint in ``<output_dir>/checkpoint``::
+
+    checkpoint/model/          save_pretrained folder (full weights, or the LoRA adapter), with
+                               the tokenizer: `gem eval --model <it>` scores it directly
+    checkpoint/trainer.pt      step, optimizer state, torch random state
+
+A new checkpoint is written next to the old one and swapped in, so an interrupted save never
+leaves a broken checkpoint behind.
+"""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from gem_core.errors import GemError
+
+CHECKPOINT = "checkpoint"
+MODEL = "model"
+STATE = "trainer.pt"
+
+
+@dataclass
+class TrainerState:
+    """What resuming needs besides the weights."""
+
+    step: int
+    optimizer: dict[str, Any]
+    torch_rng: Any
+    cuda_rng: Any = None
+
+
+def save_checkpoint(output_dir: Path, model: Any, tokenizer: Any, state: TrainerState) -> Path:
+    """Write the checkpoint of ``output_dir`` and return its folder."""
+    import torch
+
+    final = output_dir / CHECKPOINT
+    staging = output_dir / f".{CHECKPOINT}-writing"
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir(parents=True)
+    model.save_pretrained(staging / MODEL)
+    tokenizer.save_pretrained(staging / MODEL)
+    torch.save(
+        {"step": state.step, "optimizer": state.optimizer, "torch_rng": state.torch_rng,
+         "cuda_rng": state.cuda_rng},
+        staging / STATE,
+    )
+    previous = output_dir / f".{CHECKPOINT}-previous"
+    shutil.rmtree(previous, ignore_errors=True)
+    if final.exists():
+        final.rename(previous)
+    staging.rename(final)
+    shutil.rmtree(previous, ignore_errors=True)
+    return final
+
+
+def checkpoint_dir(output_dir: Path) -> Path:
+    """The checkpoint folder of a run, checked to be complete."""
+    folder = output_dir / CHECKPOINT
+    if not (folder / STATE).exists() or not (folder / MODEL).is_dir():
+        raise GemError(
+            f"{str(output_dir)!r} has no complete checkpoint (expected {CHECKPOINT}/{STATE} and "
+            f"{CHECKPOINT}/{MODEL}/). Pass the output folder of a `gem train` run that saved one."
+        )
+    return folder
+
+
+def load_trainer_state(output_dir: Path) -> TrainerState:
+    """The step, optimizer and random state saved in ``output_dir``'s checkpoint."""
+    import torch
+
+    data = torch.load(checkpoint_dir(output_dir) / STATE, map_location="cpu", weights_only=True)
+    return TrainerState(data["step"], data["optimizer"], data["torch_rng"], data.get("cuda_rng"))

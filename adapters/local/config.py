@@ -1,0 +1,170 @@
+"""Training configuration: defaults, a YAML/JSON config file, and validation.
+
+Every key of :class:`TrainConfig` can be set in a config file (``gem train --config run.yaml``) or
+with the flag of the same name (``--episodes-per-step`` for ``episodes_per_step``); flags win.
+:func:`validate` checks everything cheap to check (types, ranges, environment ids, estimator
+names) before any model is loaded.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from gem_core.errors import GemError, UnknownNameError
+
+class ConfigError(GemError, ValueError):
+    """A configuration value that cannot work, with the fix in the message."""
+
+
+@dataclass
+class TrainConfig:
+    """Everything a training run needs; the defaults are the embedded ``gem train`` run."""
+
+    envs: list[str] = field(default_factory=lambda: ["game:GuessTheNumber-v0-easy"])
+    model: str = "smollm2"  # the built-in SmolLM2-135M-Instruct, or a local model folder
+    estimator: str = "rebn"
+    gamma: float = 0.9
+    steps: int = 6
+    episodes_per_step: int = 16
+    group_size: int = 1  # episodes per start state (seed); >= 2 for group estimators
+    learning_rate: float | None = None  # None: 5e-4 with LoRA, 1e-5 when training every weight
+    micro_batch_tokens: int = 1024  # padded tokens per forward/backward pass (gradients accumulate)
+    max_grad_norm: float = 1.0
+    weight_decay: float = 0.0
+    max_new_tokens: int = 16  # enough for the default game's "\boxed{7}"; raise it for others
+    max_prompt_tokens: int = 1024
+    temperature: float = 1.0
+    top_p: float = 1.0
+    lora: bool = True  # train LoRA adapters (small, fast); False trains every weight
+    lora_rank: int = 16
+    lora_alpha: float = 32.0
+    wrappers: str = "concat_chat"
+    chat_template: str | None = None  # a Jinja file replacing the tokenizer's chat template
+    device: str = "auto"
+    dtype: str = "auto"
+    threads: int | None = None  # torch CPU threads; None leaves torch's default
+    seed: int = 0
+    output_dir: str | None = None  # default: gem-runs/train-<time>
+    save_every: int = 0  # steps between checkpoints; 0 saves only at the end
+
+    @property
+    def lr(self) -> float:
+        """The learning rate in effect (see ``learning_rate``)."""
+        if self.learning_rate is not None:
+            return self.learning_rate
+        return 5e-4 if self.lora else 1e-5
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+FIELDS = {f.name: f for f in fields(TrainConfig)}
+
+
+def load_config_file(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """The mapping in a YAML (or JSON) config file, its keys checked against :class:`TrainConfig`."""
+    import yaml
+
+    file = Path(path).expanduser()
+    if not file.is_file():
+        raise ConfigError(f"Config file {str(path)!r} does not exist.")
+    try:
+        data = yaml.safe_load(file.read_text(encoding="utf-8"))
+    except yaml.YAMLError as e:
+        raise ConfigError(f"Config file {str(path)!r} is not valid YAML: {e}") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"Config file {str(path)!r} must hold a mapping of keys to values, got {type(data).__name__}.")
+    for key in data:
+        if key not in FIELDS:
+            raise UnknownNameError("config key", str(key), FIELDS)
+    return data
+
+
+def save_config(config: TrainConfig, path: Path) -> None:
+    import yaml
+
+    path.write_text(yaml.safe_dump(config.to_dict(), sort_keys=False), encoding="utf-8")
+
+
+def build_config(values: dict[str, Any]) -> TrainConfig:
+    """A :class:`TrainConfig` from ``values`` (unknown keys rejected), validated."""
+    for key in values:
+        if key not in FIELDS:
+            raise UnknownNameError("config key", str(key), FIELDS)
+    values = dict(values)
+    if isinstance(values.get("envs"), str):
+        values["envs"] = [e.strip() for e in values["envs"].split(",") if e.strip()]
+    config = TrainConfig(**values)
+    validate(config)
+    return config
+
+
+def validate(config: TrainConfig) -> None:
+    """Raise :class:`ConfigError` (or an unknown-name error) for anything that cannot work."""
+    _check_types(config)
+    positive = ("steps", "episodes_per_step", "group_size", "micro_batch_tokens", "max_new_tokens",
+                "max_prompt_tokens", "lora_rank")
+    for name in positive:
+        if getattr(config, name) < 1:
+            raise ConfigError(f"{name} must be at least 1, got {getattr(config, name)}.")
+    if config.threads is not None and config.threads < 1:
+        raise ConfigError(f"threads must be at least 1, got {config.threads}.")
+    if config.save_every < 0:
+        raise ConfigError(f"save_every must be 0 (save at the end only) or a number of steps, got {config.save_every}.")
+    if not 0.0 < config.gamma <= 1.0:
+        raise ConfigError(f"gamma must be in (0, 1], got {config.gamma}.")
+    if config.learning_rate is not None and config.learning_rate <= 0:
+        raise ConfigError(f"learning_rate must be positive, got {config.learning_rate}.")
+    if config.temperature < 0:
+        raise ConfigError(f"temperature must be >= 0 (0 is greedy), got {config.temperature}.")
+    if not 0.0 < config.top_p <= 1.0:
+        raise ConfigError(f"top_p must be in (0, 1], got {config.top_p}.")
+    if config.max_grad_norm <= 0:
+        raise ConfigError(f"max_grad_norm must be positive, got {config.max_grad_norm}.")
+    if config.episodes_per_step % config.group_size:
+        raise ConfigError(
+            f"episodes_per_step ({config.episodes_per_step}) must be a multiple of group_size "
+            f"({config.group_size})."
+        )
+    if not config.envs:
+        raise ConfigError("Give at least one environment id (--env).")
+    check_env_ids(config.envs)
+    from gem_core.components import ESTIMATORS
+
+    if config.estimator not in ESTIMATORS:
+        raise UnknownNameError("estimator", config.estimator, ESTIMATORS.names())
+
+
+def check_env_ids(env_ids: list[str]) -> None:
+    """Every id must be registered; a typo names the closest ids."""
+    import gem_core
+
+    for env_id in env_ids:
+        gem_core.spec(env_id)
+
+
+def _check_types(config: TrainConfig) -> None:
+    expected: dict[str, tuple[type, ...]] = {
+        "envs": (list,), "model": (str,), "estimator": (str,), "gamma": (int, float),
+        "steps": (int,), "episodes_per_step": (int,), "group_size": (int,),
+        "learning_rate": (int, float, type(None)), "micro_batch_tokens": (int,), "max_grad_norm": (int, float),
+        "weight_decay": (int, float), "max_new_tokens": (int,), "max_prompt_tokens": (int,),
+        "temperature": (int, float), "top_p": (int, float), "lora": (bool,), "lora_rank": (int,),
+        "lora_alpha": (int, float), "wrappers": (str,), "chat_template": (str, type(None)),
+        "device": (str,), "dtype": (str,), "threads": (int, type(None)), "seed": (int,),
+        "output_dir": (str, type(None)), "save_every": (int,),
+    }
+    for name, types in expected.items():
+        value = getattr(config, name)
+        wrong_bool = isinstance(value, bool) and bool not in types
+        if wrong_bool or not isinstance(value, types):
+            want = " or ".join("null" if t is type(None) else t.__name__ for t in types)
+            raise ConfigError(f"{name} must be {want}, got {value!r}.")
+    if not all(isinstance(e, str) for e in config.envs):
+        raise ConfigError(f"envs must be a list of environment ids, got {config.envs!r}.")

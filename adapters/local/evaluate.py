@@ -1,0 +1,285 @@
+"""Scoring a policy on environments: a local model or an OpenAI-compatible chat endpoint.
+
+Episodes run in an async vector environment of ``concurrency`` slots. With a chat endpoint, the
+``concat_chat`` wrapper renders the conversation through :class:`MessagesTemplate`, so each
+observation is the message list itself (as JSON) and the endpoint applies its own chat template;
+the requests of one batch are in flight together.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import os
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from gem_core.episodes import Episode
+from gem_core.errors import GemError
+
+from gem_adapters.local.metrics import episode_stats
+
+REPORT_FILE = "report.json"
+EPISODES_FILE = "episodes.jsonl"
+PLOT_FILE = "report.png"
+
+
+class EndpointError(GemError):
+    """An OpenAI-compatible endpoint that cannot be used, with the fix in the message."""
+
+
+@dataclass
+class EvalSettings:
+    """What ``gem eval`` scores, and how."""
+
+    envs: list[str] = field(default_factory=lambda: ["game:GuessTheNumber-v0-easy"])
+    model: str | None = None
+    base_url: str | None = None
+    api_key_env: str = "OPENAI_API_KEY"
+    episodes: int = 16
+    concurrency: int = 8
+    max_new_tokens: int = 256
+    temperature: float = 0.0
+    top_p: float = 1.0
+    seed: int = 0
+    wrappers: str = "concat_chat"
+    chat_template: str | None = None
+    device: str = "auto"
+    output_dir: str | None = None
+    progress: bool = True
+
+    def validate(self) -> None:
+        from gem_adapters.local.config import check_env_ids
+
+        for name in ("episodes", "concurrency", "max_new_tokens"):
+            if getattr(self, name) < 1:
+                raise GemError(f"--{name.replace('_', '-')} must be at least 1, got {getattr(self, name)}.")
+        if self.temperature < 0:
+            raise GemError(f"--temperature must be >= 0 (0 is greedy), got {self.temperature}.")
+        if not 0 < self.top_p <= 1:
+            raise GemError(f"--top-p must be in (0, 1], got {self.top_p}.")
+        if self.base_url is not None and not self.model:
+            raise GemError("--base-url needs --model, the name of the model the endpoint serves.")
+        check_env_ids(self.envs)
+
+
+class MessagesTemplate:
+    """Stands in for a tokenizer's chat template: renders the conversation as a JSON list of
+    messages, which :class:`ChatEndpointPolicy` sends as they are."""
+
+    def apply_chat_template(self, messages: Sequence[dict[str, str]], tokenize: bool = False,
+                            add_generation_prompt: bool = True, **_: Any) -> str:
+        return json.dumps([{"role": m["role"], "content": m["content"]} for m in messages], ensure_ascii=False)
+
+
+class ChatEndpointPolicy:
+    """An async policy that asks an OpenAI-compatible ``/chat/completions`` endpoint for each
+    action; observations are JSON message lists (see :class:`MessagesTemplate`)."""
+
+    def __init__(self, base_url: str, model: str, *, api_key: str | None, max_tokens: int,
+                 temperature: float, top_p: float, concurrency: int, max_retries: int = 5):
+        try:
+            import openai
+        except ImportError:
+            from gem_core.errors import MissingDependencyError
+
+            raise MissingDependencyError("Evaluating through an OpenAI-compatible endpoint", "openai", "local") from None
+        self._openai = openai
+        self.base_url, self.model = base_url, model
+        self._client_options = {"base_url": base_url, "api_key": api_key or "EMPTY", "max_retries": max_retries}
+        self._clients: dict[int, Any] = {}  # one client per event loop: connections belong to a loop
+        self.options = {"max_tokens": max_tokens, "temperature": temperature, "top_p": top_p}
+        self._limit = concurrency
+        self.completion_tokens = 0
+        self.requests = 0
+        self.request_seconds = 0.0
+
+    def _client(self) -> Any:
+        loop = id(asyncio.get_running_loop())
+        if loop not in self._clients:
+            self._clients[loop] = self._openai.AsyncOpenAI(**self._client_options)
+        return self._clients[loop]
+
+    async def aclose(self) -> None:
+        """Close the client of the running event loop."""
+        client = self._clients.pop(id(asyncio.get_running_loop()), None)
+        if client is not None:
+            await client.close()
+
+    async def check(self) -> None:
+        """Fail early when the endpoint is unreachable, rejects the key, or lacks the model."""
+        openai = self._openai
+        try:
+            listing = await self._client().with_options(max_retries=1, timeout=30).models.list()
+        except openai.APIConnectionError as e:
+            raise EndpointError(f"Cannot reach {self.base_url} ({e}). Is the server running, and is the URL "
+                                "its OpenAI base (usually ending in /v1)?") from None
+        except openai.AuthenticationError:
+            raise EndpointError(f"{self.base_url} rejected the API key. Put the key in the environment "
+                                "variable named by --api-key-env (default OPENAI_API_KEY).") from None
+        except openai.APIStatusError:
+            return  # some servers do not list models; the first request will tell
+        names = [m.id for m in listing.data]
+        if names and self.model not in names:
+            raise EndpointError(f"{self.base_url} does not serve model {self.model!r}; it serves: "
+                                f"{', '.join(names)}. Pass one of them with --model.")
+
+    async def __call__(self, observations: list[str]) -> list[str]:
+        semaphore = asyncio.Semaphore(self._limit)
+
+        async def ask(observation: str) -> str:
+            async with semaphore:
+                return await self._complete(json.loads(observation))
+
+        return list(await asyncio.gather(*(ask(o) for o in observations)))
+
+    async def _complete(self, messages: list[dict[str, str]]) -> str:
+        openai = self._openai
+        started = time.perf_counter()
+        try:
+            response = await self._client().chat.completions.create(model=self.model, messages=messages, **self.options)
+        except openai.AuthenticationError:
+            raise EndpointError(f"{self.base_url} rejected the API key. Put the key in the environment "
+                                "variable named by --api-key-env (default OPENAI_API_KEY).") from None
+        except openai.APIError as e:
+            raise EndpointError(f"The request to {self.base_url} failed after retries: {e}") from None
+        finally:
+            self.request_seconds += time.perf_counter() - started
+        self.requests += 1
+        if response.usage is not None:
+            self.completion_tokens += response.usage.completion_tokens or 0
+        if not response.choices:
+            raise EndpointError(f"{self.base_url} answered with no choices for model {self.model!r}.")
+        return response.choices[0].message.content or ""
+
+
+@dataclass
+class EnvReport:
+    env_id: str
+    episodes: int
+    mean_return: float
+    return_stderr: float
+    success_rate: float
+    turns_per_episode: float
+    format_error_rate: float
+    seconds: float
+
+
+def summarise(env_id: str, episodes: Sequence[Episode], seconds: float) -> EnvReport:
+    stats = episode_stats(episodes)
+    returns = [e.total_reward for e in episodes]
+    n = len(returns)
+    var = sum((r - stats["mean_return"]) ** 2 for r in returns) / (n - 1) if n > 1 else 0.0
+    return EnvReport(env_id, n, stats["mean_return"], math.sqrt(var / n) if n else 0.0,
+                     stats["success_rate"], stats["turns_per_episode"], stats["format_error_rate"], seconds)
+
+
+def run_evaluation(settings: EvalSettings, *, console: Any = None) -> dict[str, Any]:
+    """Play ``settings.episodes`` episodes of every environment; write and print the report."""
+    import gem_core
+
+    from gem_adapters.local.runtime import prefer_passive_openmp
+
+    prefer_passive_openmp()
+    settings.validate()
+    policy, template, describe = _make_policy(settings)
+    output = Path(settings.output_dir or Path("gem-runs") / datetime.now().strftime("eval-%Y%m%d-%H%M%S"))
+    output.mkdir(parents=True, exist_ok=True)
+    episodes_path = output / EPISODES_FILE
+    episodes_path.write_text("")
+    reports: list[EnvReport] = []
+    for env_id in settings.envs:
+        started = time.perf_counter()
+        with gem_core.make_vec(env_id, num_envs=min(settings.concurrency, settings.episodes), mode="async",
+                               wrappers=settings.wrappers, wrapper_options={"tokenizer": template},
+                               seed=settings.seed) as vec_env:
+            if isinstance(policy, ChatEndpointPolicy) and not reports:
+                vec_env.run_coroutine(policy.check())
+            try:
+                episodes = gem_core.collect_episodes(vec_env, policy, settings.episodes, seed=settings.seed,
+                                                     progress=settings.progress)
+            finally:
+                if isinstance(policy, ChatEndpointPolicy):
+                    vec_env.run_coroutine(policy.aclose())
+        from gem_core.episodes import save_episodes
+
+        save_episodes(episodes, episodes_path, append=True)
+        reports.append(summarise(env_id, episodes, time.perf_counter() - started))
+    report = {
+        "policy": describe,
+        "settings": {k: v for k, v in asdict(settings).items() if k not in ("progress",)},
+        "environments": [asdict(r) for r in reports],
+    }
+    (output / REPORT_FILE).write_text(json.dumps(report, indent=2))
+    plot_report(reports, output / PLOT_FILE, title=describe)
+    if console is not None:
+        _print_report(console, reports, describe, output)
+    return report
+
+
+def _make_policy(settings: EvalSettings) -> tuple[Any, Any, str]:
+    if settings.base_url is not None:
+        api_key = os.environ.get(settings.api_key_env)
+        policy = ChatEndpointPolicy(
+            settings.base_url, settings.model or "", api_key=api_key, max_tokens=settings.max_new_tokens,
+            temperature=settings.temperature, top_p=settings.top_p, concurrency=settings.concurrency,
+        )
+        return policy, MessagesTemplate(), f"{settings.model} at {settings.base_url}"
+    from gem_adapters.local.models import DEFAULT_MODEL, load_model, load_tokenizer, resolve_device, resolve_dtype, resolve_model
+    from gem_adapters.local.sampling import LocalPolicy, SamplingSettings
+
+    folder = resolve_model(settings.model or DEFAULT_MODEL)
+    tokenizer = load_tokenizer(folder, chat_template=settings.chat_template)
+    device = resolve_device(settings.device)
+    model = load_model(folder, device=device, dtype=resolve_dtype("auto", device), trainable=False)
+    policy = LocalPolicy(model, tokenizer, SamplingSettings(
+        max_new_tokens=settings.max_new_tokens, temperature=settings.temperature, top_p=settings.top_p,
+        batch_size=settings.concurrency,
+    ), record=False)
+    return policy, tokenizer, str(settings.model or DEFAULT_MODEL)
+
+
+def plot_report(reports: Sequence[EnvReport], path: Path, *, title: str = "") -> Path:
+    """Bars of success rate and mean return (with its standard error) per environment."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = [r.env_id for r in reports]
+    fig, (left, right) = plt.subplots(1, 2, figsize=(max(7, 1.6 * len(names) + 4), 3.8))
+    left.bar(names, [r.success_rate for r in reports], color="tab:green")
+    left.set_ylim(0, 1)
+    left.set_title("success rate")
+    right.bar(names, [r.mean_return for r in reports], yerr=[r.return_stderr for r in reports], capsize=4)
+    right.set_title("mean return")
+    for ax in (left, right):
+        ax.tick_params(axis="x", rotation=20)
+        ax.grid(axis="y", alpha=0.3)
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def _print_report(out: Any, reports: Sequence[EnvReport], describe: str, output: Path) -> None:
+    from rich.table import Table
+
+    table = Table(title=f"gem eval: {describe}")
+    for column in ("environment", "episodes", "success", "mean return", "turns", "format errors"):
+        table.add_column(column, justify="left" if column == "environment" else "right")
+    for r in reports:
+        table.add_row(r.env_id, str(r.episodes), f"{r.success_rate:.1%}",
+                      f"{r.mean_return:+.3f} ± {r.return_stderr:.3f}", f"{r.turns_per_episode:.2f}",
+                      f"{r.format_error_rate:.1%}")
+    out.print(table)
+    out.print(f"Report: {output / REPORT_FILE}")
+    out.print(f"Plot:   {output / PLOT_FILE}")
+    out.print(f"Episodes: {output / EPISODES_FILE}")

@@ -1,0 +1,106 @@
+"""A memory estimate made before training, so a batch that cannot fit fails at once.
+
+Peak memory is bounded by design: sampling holds one batch of at most ``episodes_per_step``
+prompts, and the loss runs on micro-batches of at most ``micro_batch_tokens`` padded tokens (one
+longer sequence goes alone). The estimate adds, from the model's config:
+
+* weights, plus gradients and two AdamW moments of the trainable parameters;
+* activations kept for the backward pass, per token: ``layers * (16 * hidden + 6 * intermediate)``
+  values (measured on SmolLM2 at about 1.8 MB per token in float32, below this bound);
+* the key/value cache of one sampling batch.
+
+It is compared with the free memory of the device (RAM on CPU, free GPU memory on CUDA) and a
+shortfall raises :class:`MemoryBudgetError` naming the settings to lower.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from gem_core.errors import GemError
+
+GIB = 1024**3
+HEADROOM = 0.9  # share of the free memory the estimate may use
+
+
+class MemoryBudgetError(GemError, MemoryError):
+    """The configured batch cannot fit in the device's memory."""
+
+
+@dataclass(frozen=True)
+class MemoryEstimate:
+    static: int  # weights, gradients, optimizer state
+    activations: int  # one training micro-batch
+    sampling: int  # the key/value cache of one sampling batch
+
+    @property
+    def total(self) -> int:
+        return self.static + max(self.activations, self.sampling)
+
+
+def estimate_training_memory(model: Any, parameters: list[Any], config: Any) -> MemoryEstimate:
+    """Bytes needed to train ``model`` with ``config`` (see the module docstring)."""
+    model_config = _text_config(model)
+    element = next(iter(parameters)).element_size()
+    total_params = sum(p.numel() for p in model.parameters())
+    trainable = sum(p.numel() for p in parameters)
+    static = total_params * element + trainable * element * 3
+
+    layers = getattr(model_config, "num_hidden_layers", 12)
+    hidden = getattr(model_config, "hidden_size", 768)
+    intermediate = getattr(model_config, "intermediate_size", None) or 4 * hidden
+    longest = config.max_prompt_tokens + config.max_new_tokens
+    tokens = max(config.micro_batch_tokens, longest)
+    activations = tokens * layers * (16 * hidden + 6 * intermediate) * element
+
+    heads = getattr(model_config, "num_attention_heads", 12)
+    kv_heads = getattr(model_config, "num_key_value_heads", None) or heads
+    head_dim = getattr(model_config, "head_dim", None) or hidden // heads
+    vocab = getattr(model_config, "vocab_size", 32000)
+    batch = config.episodes_per_step
+    kv_cache = batch * longest * layers * 2 * kv_heads * head_dim * element
+    sampling = kv_cache + batch * vocab * 4 * 4  # plus the logits of each decoding step
+    return MemoryEstimate(static, activations, sampling)
+
+
+def available_memory(device: str) -> int:
+    """Free bytes on ``device``."""
+    if device.startswith("cuda"):
+        import torch
+
+        free, _ = torch.cuda.mem_get_info(torch.device(device))
+        return int(free)
+    import psutil
+
+    return int(psutil.virtual_memory().available)
+
+
+def check_training_memory(model: Any, parameters: list[Any], config: Any, device: str) -> MemoryEstimate:
+    """Raise :class:`MemoryBudgetError` when the estimate exceeds the free memory."""
+    estimate = estimate_training_memory(model, parameters, config)
+    free = available_memory(device)
+    budget = free * HEADROOM
+    if estimate.total <= budget:
+        return estimate
+    where = "GPU" if device.startswith("cuda") else "RAM"
+    fixes = []
+    if estimate.activations > estimate.sampling:
+        fixes.append(f"--micro-batch-tokens (now {config.micro_batch_tokens}; gradients accumulate over micro-batches)")
+        fixes.append(f"--max-prompt-tokens/--max-new-tokens (now {config.max_prompt_tokens}/{config.max_new_tokens})")
+    else:
+        fixes.append(f"--episodes-per-step (now {config.episodes_per_step}; it is also the sampling batch)")
+        fixes.append(f"--max-new-tokens (now {config.max_new_tokens})")
+    if not config.lora:
+        fixes.append("--lora (trains small adapters instead of every weight)")
+    raise MemoryBudgetError(
+        f"This run needs about {estimate.total / GIB:.1f} GiB but {where} has {free / GIB:.1f} GiB free "
+        f"(weights and optimizer {estimate.static / GIB:.1f} GiB, training micro-batch "
+        f"{estimate.activations / GIB:.1f} GiB, sampling batch {estimate.sampling / GIB:.1f} GiB). "
+        f"Lower {'; or '.join(fixes)}."
+    )
+
+
+def _text_config(model: Any) -> Any:
+    config = model.config
+    return getattr(config, "text_config", None) or config

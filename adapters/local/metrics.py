@@ -1,0 +1,91 @@
+"""Episode statistics, the metrics log (JSON lines) and the learning-curve plot."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from gem_core.episodes import Episode
+
+#: The curves of the learning-curve plot: metric key, panel title.
+CURVES = (
+    ("mean_return", "mean return"),
+    ("success_rate", "success rate"),
+    ("turns_per_episode", "turns per episode"),
+    ("tokens_per_second", "sampled tokens / s"),
+)
+
+
+def episode_success(episode: Episode) -> bool:
+    """Whether an episode was won: its last turn's ``info["success"]`` when the environment
+    reports one, otherwise whether its last reward is positive."""
+    if not episode.turns:
+        return False
+    last = episode.turns[-1]
+    if "success" in last.info:
+        return bool(last.info["success"])
+    return last.reward > 0
+
+
+def episode_stats(episodes: Sequence[Episode]) -> dict[str, float]:
+    """Mean return (undiscounted sum of rewards), success rate, turns per episode, and the share
+    of episodes that ended on a format error."""
+    n = max(len(episodes), 1)
+    return {
+        "episodes": float(len(episodes)),
+        "mean_return": math.fsum(e.total_reward for e in episodes) / n,
+        "success_rate": sum(episode_success(e) for e in episodes) / n,
+        "turns_per_episode": sum(e.num_turns for e in episodes) / n,
+        "format_error_rate": sum(bool(e.turns and e.turns[-1].info.get("format_error")) for e in episodes) / n,
+    }
+
+
+class MetricsLog:
+    """One JSON object per line, appended as training goes."""
+
+    def __init__(self, path: Path):
+        self.path = path
+
+    def append(self, record: dict[str, Any]) -> None:
+        with open(self.path, "a", encoding="utf-8") as f:
+            f.write(json.dumps(record, allow_nan=False, default=float) + "\n")
+
+    def read(self) -> list[dict[str, Any]]:
+        if not self.path.exists():
+            return []
+        with open(self.path, encoding="utf-8") as f:
+            return [json.loads(line) for line in f if line.strip()]
+
+    def truncate_after(self, step: int) -> None:
+        """Drop records of steps after ``step`` (written after the checkpoint a run resumes)."""
+        kept = [r for r in self.read() if r.get("step", 0) <= step]
+        with open(self.path, "w", encoding="utf-8") as f:
+            f.writelines(json.dumps(r) + "\n" for r in kept)
+
+
+def plot_learning_curve(records: Sequence[dict[str, Any]], path: Path, *, title: str = "") -> Path:
+    """Save the :data:`CURVES` of ``records`` (one per step) as a PNG of four panels."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
+
+    fig, axes = plt.subplots(2, 2, figsize=(9, 6), sharex=True)
+    steps = [r["step"] for r in records]
+    for ax, (key, label) in zip(axes.flat, CURVES):
+        ax.plot(steps, [r.get(key, float("nan")) for r in records], marker="o", markersize=3)
+        ax.set_title(label)
+        ax.grid(alpha=0.3)
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    for ax in axes[-1]:
+        ax.set_xlabel("step")
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path

@@ -1,0 +1,60 @@
+"""From environments to training samples: seeds, groups, episodes, advantages, turns.
+
+Each training step plays ``episodes_per_step`` episodes, one per vector-environment slot. Slots
+are split into groups of ``group_size`` that share an environment id and a seed, so a group's
+episodes start from the same state (what group estimators compare). Environment ids are dealt to
+groups in turn.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from gem_core.episodes import Episode
+
+from gem_adapters.local.loss import Sample
+
+
+def slot_env_ids(env_ids: Sequence[str], episodes: int, group_size: int) -> list[str]:
+    """The environment id of every slot: groups take the ids in turn."""
+    return [env_ids[(slot // group_size) % len(env_ids)] for slot in range(episodes)]
+
+
+def step_seeds(seed: int, step: int, episodes: int, group_size: int) -> list[int]:
+    """Reproducible episode seeds for one step: distinct per group, shared within a group, and
+    independent of earlier steps (so a resumed run plays the same episodes)."""
+    import numpy as np
+
+    groups = np.random.SeedSequence([seed, step]).generate_state(episodes // group_size, dtype=np.uint32)
+    return [int(groups[slot // group_size]) for slot in range(episodes)]
+
+
+def group_ids(episodes: Sequence[Episode]) -> list[int]:
+    """Episodes of the same environment and seed share an id."""
+    ids: dict[tuple[str, Any], int] = {}
+    return [ids.setdefault((e.env_id, e.seed), len(ids)) for e in episodes]
+
+
+def training_samples(episodes: Sequence[Episode], advantages: Sequence[Any], policy: Any,
+                     ) -> tuple[list[Sample], int, int]:
+    """Training samples for the turns whose tokens ``policy`` sampled, each response carrying its
+    turn's advantage; consecutive turns of an episode share a sample when their prompts extend
+    each other exactly. Also returns the turns trained and the turns left out (over-long
+    prompts, where nothing was sampled)."""
+    samples: list[Sample] = []
+    trained = skipped = 0
+    for episode, episode_advantages in zip(episodes, advantages):
+        current: Sample | None = None
+        for turn, advantage in zip(episode.turns, episode_advantages):
+            ids = policy.take_sampled(turn.observation, turn.action)
+            if ids is None or not ids[1]:
+                skipped += 1
+                current = None
+                continue
+            trained += 1
+            prompt_ids, response_ids = ids
+            if current is None or not current.extend(prompt_ids, response_ids, float(advantage)):
+                current = Sample.turn(prompt_ids, response_ids, float(advantage))
+                samples.append(current)
+    return samples, trained, skipped

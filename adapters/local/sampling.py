@@ -1,0 +1,132 @@
+"""Sampling responses from a local model, as a policy for vector environments.
+
+A :class:`LocalPolicy` takes a batch of prompts (observations already rendered through the
+tokenizer's chat template, as the ``concat_chat`` wrapper makes them) and returns the sampled
+responses as text. It keeps the exact token ids it sampled, so training scores the very tokens the
+model produced rather than a re-tokenisation of their text.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class SamplingSettings:
+    """How responses are sampled. ``temperature == 0`` means greedy decoding."""
+
+    max_new_tokens: int = 64
+    temperature: float = 1.0
+    top_p: float = 1.0
+    max_prompt_tokens: int = 1024
+    batch_size: int = 32  # prompts generated together
+
+
+class LocalPolicy:
+    """Samples one response per prompt from ``model``; callable on a list of prompts.
+
+    A prompt longer than ``max_prompt_tokens`` gets an empty response (environments treat it as
+    a format error, which ends the episode) and is not recorded for training.
+    """
+
+    def __init__(self, model: Any, tokenizer: Any, settings: SamplingSettings, *, record: bool = True):
+        self.model = model
+        self.tokenizer = tokenizer
+        self.settings = settings
+        self.record = record  # keep sampled token ids for training (see take_sampled)
+        self.stop_ids = _stop_token_ids(model, tokenizer)
+        self._sampled: dict[tuple[str, str], list[tuple[list[int], list[int]]]] = defaultdict(list)
+        self.generated_tokens = 0
+        self.generation_seconds = 0.0
+
+    def __call__(self, prompts: list[str]) -> list[str]:
+        encoded = [self.tokenizer.encode(p, add_special_tokens=False) for p in prompts]
+        actions = [""] * len(prompts)
+        todo = [i for i, ids in enumerate(encoded) if len(ids) <= self.settings.max_prompt_tokens]
+        size = max(1, self.settings.batch_size)
+        for start in range(0, len(todo), size):
+            chunk = todo[start:start + size]
+            responses = self.generate([encoded[i] for i in chunk])
+            for i, response in zip(chunk, responses):
+                text = self.tokenizer.decode(response, skip_special_tokens=True)
+                actions[i] = text
+                if self.record:
+                    self._sampled[(prompts[i], text)].append((encoded[i], response))
+        return actions
+
+    def generate(self, prompts: list[list[int]]) -> list[list[int]]:
+        """Sample a response (token ids, ending with a stop token unless cut off by
+        ``max_new_tokens``) for each tokenised prompt."""
+        import torch
+
+        if not prompts:
+            return []
+        pad = self.tokenizer.pad_token_id
+        width = max(len(p) for p in prompts)
+        input_ids = torch.full((len(prompts), width), pad, dtype=torch.long)
+        attention = torch.zeros_like(input_ids)
+        for row, ids in enumerate(prompts):
+            input_ids[row, width - len(ids):] = torch.tensor(ids, dtype=torch.long)
+            attention[row, width - len(ids):] = 1
+        device = next(self.model.parameters()).device
+        s = self.settings
+        options: dict[str, Any] = {"max_new_tokens": s.max_new_tokens, "pad_token_id": pad,
+                                   "eos_token_id": sorted(self.stop_ids)}
+        if s.temperature > 0:
+            options.update(do_sample=True, temperature=s.temperature, top_p=s.top_p, top_k=0)
+        else:
+            options.update(do_sample=False, temperature=None, top_p=None, top_k=None)
+        was_training = self.model.training
+        self.model.eval()
+        started = time.perf_counter()
+        try:
+            with torch.inference_mode():
+                out = self.model.generate(
+                    input_ids=input_ids.to(device), attention_mask=attention.to(device), **options,
+                )
+        finally:
+            self.model.train(was_training)
+        self.generation_seconds += time.perf_counter() - started
+        responses = []
+        for row in out[:, width:].tolist():
+            response = []
+            for token in row:
+                response.append(token)
+                if token in self.stop_ids:
+                    break
+            responses.append(response)
+        self.generated_tokens += sum(len(r) for r in responses)
+        return responses
+
+    def take_sampled(self, prompt: str, action: str) -> tuple[list[int], list[int]] | None:
+        """The token ids behind a (prompt, action) pair this policy produced, each handed out once;
+        None when the prompt was over-long (no tokens were sampled)."""
+        found = self._sampled.get((prompt, action))
+        if not found:
+            return None
+        ids = found.pop(0)
+        if not found:
+            del self._sampled[(prompt, action)]
+        return ids
+
+    def reset_records(self) -> None:
+        """Forget sampled ids and counters (call once per rollout batch)."""
+        self._sampled.clear()
+        self.generated_tokens = 0
+        self.generation_seconds = 0.0
+
+
+def _stop_token_ids(model: Any, tokenizer: Any) -> set[int]:
+    ids: set[int] = set()
+    config = getattr(model, "generation_config", None)
+    eos = getattr(config, "eos_token_id", None)
+    if isinstance(eos, int):
+        ids.add(eos)
+    elif eos:
+        ids.update(eos)
+    if tokenizer.eos_token_id is not None:
+        ids.add(tokenizer.eos_token_id)
+    return ids

@@ -1,0 +1,312 @@
+"""The single-machine trainer: multi-turn REINFORCE with any registered advantage estimator.
+
+One step:
+
+1. play ``episodes_per_step`` episodes in a vector environment whose observations are the
+   conversation so far through the tokenizer's chat template (``concat_chat``); each response
+   the model samples is one action (response-level actions);
+2. turn per-turn rewards into per-turn advantages with the estimator (ReBN by default);
+3. take one optimiser step on the token-level REINFORCE loss (:mod:`gem_adapters.local.loss`),
+   accumulating gradients over micro-batches of turns;
+4. log metrics, and save a checkpoint when due.
+
+Everything that can be checked before the long work (configuration, environment ids, estimator,
+model folder, chat template, memory) is checked first.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from gem_core.errors import GemError
+
+from gem_adapters.local import checkpoint as ckpt
+from gem_adapters.local.config import ConfigError, TrainConfig, save_config, validate
+from gem_adapters.local.loss import micro_batches, pack, reinforce_loss
+from gem_adapters.local.memory import check_training_memory
+from gem_adapters.local.metrics import MetricsLog, episode_stats, plot_learning_curve
+from gem_adapters.local.models import (
+    LoraSettings,
+    load_model,
+    load_tokenizer,
+    resolve_device,
+    resolve_dtype,
+    resolve_model,
+)
+from gem_adapters.local.runtime import prefer_passive_openmp
+from gem_adapters.local.rollout import group_ids, slot_env_ids, step_seeds, training_samples
+from gem_adapters.local.sampling import LocalPolicy, SamplingSettings
+
+METRICS_FILE = "metrics.jsonl"
+PLOT_FILE = "learning_curve.png"
+CONFIG_FILE = "config.yaml"
+EPISODES_DIR = "episodes"
+
+
+@dataclass
+class TrainResult:
+    """Where a finished run left its outputs, and its metrics."""
+
+    output_dir: Path
+    metrics_path: Path
+    plot_path: Path
+    checkpoint: Path | None
+    records: list[dict[str, Any]]
+
+
+def default_output_dir() -> Path:
+    return Path("gem-runs") / datetime.now().strftime("train-%Y%m%d-%H%M%S")
+
+
+class Trainer:
+    """Trains a local model on GEM environments; :meth:`run` does the whole run.
+
+    ``resume``: the output folder of an earlier run; training continues from its checkpoint
+    (step count, weights, optimizer and random state) up to ``config.steps``.
+    """
+
+    def __init__(self, config: TrainConfig, *, resume: Path | None = None, progress: bool = True,
+                 console: Any = None):
+        prefer_passive_openmp()
+        self.config = config
+        self.resume = resume
+        self.progress = progress
+        self.console = console
+        validate(config)
+        if resume is not None:
+            ckpt.checkpoint_dir(resume)  # fail now, not after loading the model
+        self.output_dir = Path(resume or config.output_dir or default_output_dir())
+
+    # ---- setup ----------------------------------------------------------------------------
+
+    def setup(self) -> None:
+        """Load everything and check it fits, before any episode is played."""
+        import gem_core
+        from gem_core import get_estimator
+
+        c = self.config
+        self.estimator = get_estimator(c.estimator)
+        self._probe_estimator()
+        base = resolve_model(c.model, on_convert=self._say)
+
+        import torch
+
+        _quiet_transformers()
+        if c.threads:
+            torch.set_num_threads(c.threads)
+        self.device = resolve_device(c.device)
+        self.dtype = resolve_dtype(c.dtype, self.device)
+        state = None
+        if self.resume is not None:
+            state = ckpt.load_trainer_state(self.resume)
+            source = ckpt.checkpoint_dir(self.resume) / ckpt.MODEL
+            if state.step >= c.steps:
+                raise ConfigError(
+                    f"The run in {str(self.resume)!r} has already done {state.step} steps; pass "
+                    f"--steps above {state.step} to train further."
+                )
+            saved_lora = (source / "adapter_config.json").exists()
+            if saved_lora != c.lora:
+                raise ConfigError(
+                    f"The run in {str(self.resume)!r} trained {'LoRA adapters' if saved_lora else 'every weight'}; "
+                    f"resume it with {'--lora' if saved_lora else '--no-lora'}."
+                )
+        else:
+            source = base
+        self.tokenizer = load_tokenizer(source, chat_template=c.chat_template)
+        lora = LoraSettings(rank=c.lora_rank, alpha=c.lora_alpha) if c.lora and self.resume is None else None
+        self.model = load_model(source, device=self.device, dtype=self.dtype, lora=lora)
+        self.parameters = [p for p in self.model.parameters() if p.requires_grad]
+        if not self.parameters:
+            raise GemError(f"The model loaded from {str(source)!r} has no trainable parameters.")
+        check_training_memory(self.model, self.parameters, c, self.device)
+        self.optimizer = torch.optim.AdamW(self.parameters, lr=c.lr, weight_decay=c.weight_decay)
+        self.start_step = 0
+        if state is not None:
+            try:
+                self.optimizer.load_state_dict(state.optimizer)
+            except ValueError as e:
+                raise ConfigError(f"The optimizer state in {str(self.resume)!r} does not fit this model ({e}); "
+                                  "resume with the settings the run was started with.") from None
+            torch.set_rng_state(state.torch_rng)
+            if state.cuda_rng is not None and torch.cuda.is_available():
+                torch.cuda.set_rng_state_all(state.cuda_rng)
+            self.start_step = state.step
+        else:
+            torch.manual_seed(c.seed)
+        self.policy = LocalPolicy(self.model, self.tokenizer, SamplingSettings(
+            max_new_tokens=c.max_new_tokens, temperature=c.temperature, top_p=c.top_p,
+            max_prompt_tokens=c.max_prompt_tokens, batch_size=c.episodes_per_step,
+        ))
+        self.output_dir.mkdir(parents=True, exist_ok=True)
+        (self.output_dir / EPISODES_DIR).mkdir(exist_ok=True)
+        self.vec_env = gem_core.make_vec(
+            slot_env_ids(c.envs, c.episodes_per_step, c.group_size), wrappers=c.wrappers,
+            wrapper_options={"tokenizer": self.tokenizer},
+        )
+        save_config(c, self.output_dir / CONFIG_FILE)
+        self.metrics = MetricsLog(self.output_dir / METRICS_FILE)
+        if self.resume is None:
+            self.metrics.path.write_text("")
+        else:
+            self.metrics.truncate_after(self.start_step)
+        what = f"LoRA rank {c.lora_rank}" if c.lora else "every weight"
+        self._say(f"Training {c.model} ({what}, {self.device}) on {', '.join(c.envs)} with {c.estimator}, "
+                  f"gamma {c.gamma}: steps {self.start_step + 1}-{c.steps}, {c.episodes_per_step} episodes each. "
+                  f"Run folder: {self.output_dir}")
+
+    def _say(self, message: str) -> None:
+        if self.progress:
+            if self.console is None:
+                from gem_core.cli.output import console
+
+                self.console = console()
+            self.console.print(message)
+
+    def _probe_estimator(self) -> None:
+        """Call the estimator on a batch shaped like the real ones, so a layout it rejects
+        (e.g. no groups for GRPO) fails now."""
+        c = self.config
+        n = min(c.episodes_per_step, max(64 // c.group_size, 1) * c.group_size)  # the layout, not the size
+        groups = [slot // c.group_size for slot in range(n)] if c.group_size > 1 else None
+        rewards = [[float(slot % 2)] for slot in range(n)]
+        try:
+            self.estimator(rewards, gamma=c.gamma, group_ids=groups)
+        except GemError as e:
+            raise ConfigError(
+                f"The {c.estimator} estimator rejects the batch layout ({c.episodes_per_step} "
+                f"episodes, group size {c.group_size}): {e} Adjust --group-size or "
+                "--episodes-per-step."
+            ) from None
+
+    # ---- training -------------------------------------------------------------------------
+
+    def run(self) -> TrainResult:
+        """Set up, train to ``config.steps``, save, plot; return where everything is."""
+        self.setup()
+        c = self.config
+        last_checkpoint = None
+        try:
+            with self._progress_bar() as bar:
+                for step in range(self.start_step + 1, c.steps + 1):
+                    record = self.train_step(step)
+                    self.metrics.append(record)
+                    if (c.save_every and step % c.save_every == 0) or step == c.steps:
+                        last_checkpoint = self.save(step)
+                    bar(record)
+        finally:
+            self.vec_env.close()
+        records = self.metrics.read()
+        plot = plot_learning_curve(records, self.output_dir / PLOT_FILE,
+                                   title=f"{', '.join(c.envs)} - {c.estimator}, gamma {c.gamma}")
+        return TrainResult(self.output_dir, self.metrics.path, plot, last_checkpoint, records)
+
+    def train_step(self, step: int) -> dict[str, Any]:
+        """Play one batch of episodes and take one optimiser step; return the step's metrics."""
+        import torch
+
+        from gem_core import collect_episodes
+        from gem_core.episodes import save_episodes
+
+        c = self.config
+        started = time.perf_counter()
+        self.policy.reset_records()
+        seeds = step_seeds(c.seed, step, c.episodes_per_step, c.group_size)
+        episodes = collect_episodes(self.vec_env, self.policy, c.episodes_per_step, seed=seeds)
+        rollout_s = time.perf_counter() - started
+        save_episodes(episodes, self.output_dir / EPISODES_DIR / f"step-{step:05d}.jsonl")
+
+        advantages = self.estimator([e.rewards for e in episodes], gamma=c.gamma,
+                                    group_ids=group_ids(episodes) if c.group_size > 1 else None)
+        samples, trained, skipped = training_samples(episodes, advantages, self.policy)
+        total_tokens = sum(s.num_model_tokens for s in samples)
+
+        train_started = time.perf_counter()
+        self.model.train()
+        self.optimizer.zero_grad(set_to_none=True)
+        loss_sum = 0.0
+        grad_norm = 0.0
+        if samples:
+            for group in micro_batches(samples, c.micro_batch_tokens):
+                loss, _ = reinforce_loss(self.model, pack(group, self.tokenizer.pad_token_id, self.device), total_tokens)
+                loss.backward()
+                loss_sum += float(loss.detach())
+            grad_norm = float(torch.nn.utils.clip_grad_norm_(self.parameters, c.max_grad_norm))
+            self.optimizer.step()
+        train_s = time.perf_counter() - train_started
+
+        gen_s = self.policy.generation_seconds
+        return {
+            "step": step,
+            **episode_stats(episodes),
+            "tokens_per_second": self.policy.generated_tokens / gen_s if gen_s else 0.0,
+            "response_tokens": total_tokens / max(trained, 1),
+            "turns_trained": trained,
+            "sequences_trained": len(samples),
+            "turns_skipped": skipped,
+            "loss": loss_sum,
+            "grad_norm": grad_norm if grad_norm == grad_norm else 0.0,  # NaN guard for the JSON log
+            "rollout_seconds": rollout_s,
+            "train_seconds": train_s,
+            "train_tokens_per_second": sum(len(s.prompt_ids) + len(s.completion_ids) for s in samples) / train_s
+            if train_s else 0.0,
+        }
+
+    def save(self, step: int) -> Path:
+        import torch
+
+        state = ckpt.TrainerState(
+            step=step, optimizer=self.optimizer.state_dict(), torch_rng=torch.get_rng_state(),
+            cuda_rng=torch.cuda.get_rng_state_all() if self.device.startswith("cuda") else None,
+        )
+        return ckpt.save_checkpoint(self.output_dir, self.model, self.tokenizer, state)
+
+    def _progress_bar(self) -> Any:
+        return _StepProgress(self.start_step, self.config.steps, enabled=self.progress, console=self.console)
+
+
+def _quiet_transformers() -> None:
+    """Our own progress bar is the one to watch; transformers' per-file bars are noise here."""
+    import warnings
+
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()
+    hf_logging.set_verbosity_error()
+    # peft still calls a transformers attribute that warns of its renaming
+    warnings.filterwarnings("ignore", message=".*is_gradient_checkpointing.*", category=FutureWarning)
+
+
+class _StepProgress:
+    """A rich progress bar over steps, showing the latest return and success rate."""
+
+    def __init__(self, done: int, total: int, *, enabled: bool, console: Any):
+        self.done, self.total, self.enabled, self.console = done, total, enabled, console
+
+    def __enter__(self):
+        if not self.enabled:
+            return lambda record: None
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        self._progress = Progress(
+            TextColumn("[bold]training"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+            TextColumn("{task.fields[status]}"), console=self.console,
+        )
+        self._progress.__enter__()
+        task = self._progress.add_task("steps", total=self.total, completed=self.done, status="playing episodes")
+
+        def update(record: dict[str, Any]) -> None:
+            status = (f"return {record['mean_return']:+.3f}  success {record['success_rate']:.0%}  "
+                      f"turns {record['turns_per_episode']:.2f}  {record['tokens_per_second']:.0f} tok/s")
+            self._progress.update(task, advance=1, status=status)
+            self._progress.console.print(f"step {record['step']}: {status}")
+
+        return update
+
+    def __exit__(self, *exc: object) -> None:
+        if self.enabled:
+            self._progress.__exit__(*exc)

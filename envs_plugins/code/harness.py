@@ -1,0 +1,421 @@
+"""The test harness that runs inside the sandbox: every test of one submission in one process.
+
+This file is executed as a standalone program (its source is handed to the sandbox). It uses the
+standard library only, imports nothing from GEM, and avoids modules that are slow to import
+(``json``, ``signal``, ``re``): its start-up time is paid once per submission.
+
+Protocol. Each job is one line of standard input: base64 of a ``marshal``-ed dict (written by
+:mod:`gem_envs.code.runner`, a trusted process)::
+
+    {"program": str, "prelude": str, "imports": [str], "per_test_timeout": float,
+     "total_timeout": float, "memory_mb": int, "protect": bool, "kill_strays": bool,
+     "tests": [{"kind": "stdio", "input": str, "max_output": int}
+             | {"kind": "call", "fn_name": str, "args": list, "max_output": int}
+             | {"kind": "assert", "entry_point": str, "candidate": str,
+                "preamble": str, "setup": str, "test": str}]}
+
+For each job, standard output carries JSON lines: ``{"started": true}`` at once, then, when the
+job ends, one line per finished test, ``{"i", "status", "seconds", "exit_code", "output", "report"}``, then
+``{"done": true}``. ``status`` is what the harness saw (``exited``, ``timeout``,
+``output_limit`` or ``signal``); ``output`` is a stdio test's standard output; ``report`` is the
+JSON text the child wrote about its own run (its outcome, an error message, a call's return
+value), which the runner parses and trusts no more than the program.
+
+With ``--serve`` (a warm sandbox, see :mod:`gem_envs.code.pool`) the harness first writes
+``{"ready": true}``, then runs jobs until standard input closes; with ``kill_strays`` it kills
+whatever a test left running, even in a session of its own, and empties its working directory
+after each job, so that one submission cannot touch the next.
+
+Design. The harness compiles the program once and imports the modules listed in ``imports``
+(those the program imports) once; then it forks a child that runs the tests one after another,
+each with its own standard input and output (memory files) and a fresh namespace, and reports
+after each. The harness watches the clock: a test that overruns its time limit has its child (and
+everything the child started) killed with SIGKILL, which no program can catch, and the tests after
+it continue in a new child; so do the tests after one that crashed the child or ended it with
+``os._exit``. The harness itself never runs submitted code nor parses what children write.
+Expected outputs of stdio and call tests never enter the sandbox, so a submission cannot read
+them; assert tests carry their expectations in their code, which a determined submission could
+subvert, as with the original HumanEval harness. With ``protect`` the harness makes itself
+non-dumpable, so that children (which lose the result channel) cannot reach it through /proc.
+"""
+
+import _json
+import _signal  # the C module: `signal` would import `enum`
+import binascii
+import marshal
+import os
+import resource
+import select
+import sys
+import time
+
+REPORT_LIMIT = 1 << 16  # bytes a child may write about its run
+ERROR_TAIL = 2000  # characters of an error message kept
+SIGKILL, SIGXFSZ = _signal.SIGKILL, _signal.SIGXFSZ
+quote = _json.encode_basestring_ascii
+
+
+def main():
+    result_fd = os.dup(1)  # the only channel results go out on
+    null_fd = os.open(os.devnull, os.O_RDWR)
+    os.dup2(null_fd, 1)  # anything else printed (by an import, say) goes nowhere
+    serve = "--serve" in sys.argv
+    protected = False
+    if serve:
+        protected = protect_from_children()
+        emit(result_fd, {"ready": True})
+    for line in sys.stdin.buffer:
+        job = marshal.loads(binascii.a2b_base64(line))
+        if job.get("protect") and not protected:
+            protected = protect_from_children()
+        emit(result_fd, {"started": True})  # from here on, whatever goes wrong is the program's doing
+        emit(result_fd, list(run_job(job, null_fd, result_fd)))  # one write: one wake-up for the reader
+        if not serve:
+            break
+        if job.get("kill_strays"):
+            kill_strays()
+            clean_directory(os.getcwd())
+    os._exit(0)  # everything is written; skip the interpreter's clean-up
+
+
+def emit(fd, records):
+    """Write records as JSON lines; values are str, int, float, bool or None."""
+    lines = []
+    for fields in records if isinstance(records, list) else [records]:
+        parts = []
+        for key, value in fields.items():
+            if value is None:
+                text = "null"
+            elif value is True or value is False:
+                text = "true" if value else "false"
+            elif isinstance(value, str):
+                text = quote(value)
+            else:
+                text = repr(value)
+            parts.append(quote(key) + ": " + text)
+        lines.append("{" + ", ".join(parts) + "}\n")
+    data = "".join(lines).encode()
+    while data:
+        data = data[os.write(fd, data):]
+
+
+def run_job(job, null_fd, result_fd):
+    tests = job["tests"]
+    try:
+        program = compile(job["prelude"] + job["program"], "solution.py", "exec")
+    except (SyntaxError, ValueError) as e:
+        message = describe(e)
+        for i in range(len(tests)):
+            yield {"i": i, "status": "exited", "seconds": 0.0, "output": None,
+                   "report": '{"status": "error", "error": ' + quote(message) + "}"}
+        yield {"done": True}
+        return
+    preimport(job["imports"])
+    if any(test["kind"] == "call" for test in tests):
+        import json  # noqa: F401 - the children encode return values with it
+    limits = child_limits(job, tests)
+    files = [test_files(test, null_fd) for test in tests]
+    notify_r, notify_w = os.pipe()
+    deadline = time.monotonic() + job["total_timeout"]
+    first = 0
+    try:
+        while first < len(tests) and time.monotonic() < deadline:
+            pid = os.fork()
+            if pid == 0:  # the child: runs tests from `first` on, never returns
+                os.close(result_fd)
+                os.close(notify_r)
+                child(program, tests, files, first, notify_w, null_fd, limits)
+            try:
+                os.setpgid(pid, pid)
+            except OSError:
+                pass  # the child already did it, or already exited
+            for record in watch(pid, tests, files, first, notify_r, job["per_test_timeout"], deadline):
+                first = record["i"] + 1
+                yield record
+            if job.get("kill_strays"):
+                kill_strays()  # processes a test started in a session of their own
+    finally:
+        for fd in {notify_r, notify_w, *(fd for triple in files for fd in triple)} - {null_fd}:
+            os.close(fd)
+    yield {"done": True}
+
+
+def protect_from_children():
+    """Make this process non-dumpable, so that the children it forks cannot open its file
+    descriptors or memory through /proc, nor trace it. True when that worked."""
+    try:
+        import ctypes
+
+        return ctypes.CDLL(None, use_errno=True).prctl(4, 0, 0, 0, 0) == 0  # PR_SET_DUMPABLE
+    except Exception:
+        return False
+
+
+def preimport(names):
+    """Import, in the harness, the modules the program imports, so that children inherit them."""
+    for name in names:
+        try:
+            __import__(name)
+        except BaseException:
+            pass  # the test itself reports the failure
+
+
+def kill_strays():
+    """Kill every process of the sandbox but this one and its init. Only asked for where the
+    harness has a PID namespace of its own (a warm sandbox), never elsewhere."""
+    try:
+        os.kill(-1, SIGKILL)
+    except OSError:
+        pass
+    try:
+        while os.waitpid(-1, os.WNOHANG)[0]:
+            pass
+    except ChildProcessError:
+        pass
+
+
+def clean_directory(path):
+    """Empty the sandbox's private working directory between two submissions."""
+    import shutil
+
+    for entry in os.listdir(path):
+        target = os.path.join(path, entry)
+        if os.path.isdir(target) and not os.path.islink(target):
+            shutil.rmtree(target, ignore_errors=True)
+        else:
+            try:
+                os.unlink(target)
+            except OSError:
+                pass
+
+
+def child_limits(job, tests):
+    """Resource limits of a child: file size (outputs), core dumps, CPU time, address space."""
+    largest = max([REPORT_LIMIT] + [int(t.get("max_output", 0)) + 1 for t in tests if t["kind"] == "stdio"])
+    limits = [(resource.RLIMIT_FSIZE, largest), (resource.RLIMIT_CORE, 0),
+              (resource.RLIMIT_CPU, int(job["total_timeout"]) + 2)]
+    if job.get("memory_mb"):
+        limits.append((resource.RLIMIT_AS, int(job["memory_mb"]) << 20))
+    return limits
+
+
+def test_files(test, null_fd):
+    """A test's standard input, standard output and report, as (fd, fd, fd)."""
+    if test["kind"] == "stdio":
+        data = test["input"].encode("utf-8", "surrogateescape")
+        return make_file("stdin", data), make_file("stdout"), make_file("report")
+    return null_fd, null_fd, make_file("report")
+
+
+def watch(pid, tests, files, first, notify_r, per_test_timeout, deadline):
+    """Yield a record for each test the child finishes, in order, until it exits, is killed at a
+    time limit (that test timed out), or has run every test."""
+    pidfd = os.pidfd_open(pid) if hasattr(os, "pidfd_open") else None
+    poller = select.poll()
+    poller.register(notify_r, select.POLLIN)
+    if pidfd is not None:
+        poller.register(pidfd, select.POLLIN)
+    current, started, pending = first, time.monotonic(), b""
+    try:
+        while current < len(tests):
+            limit = min(started + per_test_timeout, deadline)
+            wait = limit - time.monotonic()
+            events = dict(poller.poll(max(0, int(wait * 1000) + 1))) if wait > 0 else {}
+            if notify_r in events:  # "<i>\n" after each finished test; anything else is ignored
+                pending = (pending + os.read(notify_r, 4096))[-4096:]
+                *lines, pending = pending.split(b"\n")
+                for line in lines:
+                    if current < len(tests) and line == str(current).encode():
+                        now = time.monotonic()
+                        yield collect(current, tests[current], files[current], now - started, 0)
+                        current, started = current + 1, now
+                if current >= len(tests):
+                    return
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:  # the child ended before finishing `current`
+                status = os.waitstatus_to_exitcode(status)
+                yield collect(current, tests[current], files[current], time.monotonic() - started, status)
+                return
+            if time.monotonic() >= limit:
+                stop(pid)
+                yield {"i": current, "status": "timeout", "seconds": round(time.monotonic() - started, 6),
+                       "exit_code": None, "output": None, "report": ""}
+                return
+            if pidfd is None:
+                time.sleep(0.001)
+    finally:
+        if pidfd is not None:
+            os.close(pidfd)
+        stop(pid)
+
+
+def stop(pid):
+    """Kill a child and what it started, and reap it."""
+    kill_group(pid)
+    try:
+        os.kill(pid, SIGKILL)
+        os.waitpid(pid, 0)
+    except (OSError, ChildProcessError):
+        pass
+
+
+def collect(i, test, files, seconds, status):
+    """The record of test ``i``: what the child wrote, and how it ended (``status``: 0 when it
+    finished the test, else its exit status, negative for a signal)."""
+    _, out_fd, report_fd = files
+    limit = int(test.get("max_output", 0)) + 1 if test["kind"] == "stdio" else 0
+    output = read_file(out_fd, limit) if limit else b""
+    record = {"i": i, "status": "exited", "seconds": round(seconds, 6), "exit_code": status, "output": None,
+              "report": read_file(report_fd, REPORT_LIMIT).decode("utf-8", "replace")}
+    if status == -SIGXFSZ or (limit and len(output) >= limit):
+        record["status"] = "output_limit"
+    elif status < 0:
+        record["status"] = "signal"
+    elif limit:
+        record["output"] = output.decode("utf-8", "replace")
+    return record
+
+
+def child(program, tests, files, first, notify_w, null_fd, limits):
+    """Run tests ``first`` onwards, one after another, each with its own input, output, namespace
+    and builtins; after each, write its report and tell the harness. Leaves through ``os._exit``."""
+    try:
+        os.setpgid(0, 0)  # a group of its own, so that stopping it stops what it started
+        for limit, value in limits:
+            _, hard = resource.getrlimit(limit)
+            if hard == resource.RLIM_INFINITY or value < hard:
+                resource.setrlimit(limit, (value, value))
+        os.dup2(null_fd, 2)
+        sys.stderr = open(2, "w", encoding="utf-8", closefd=False)
+    except BaseException:
+        os._exit(1)
+    builtins = __builtins__ if isinstance(__builtins__, dict) else __builtins__.__dict__
+    pristine, recursion = dict(builtins), sys.getrecursionlimit()
+    for i in range(first, len(tests)):
+        in_fd, out_fd, report_fd = files[i]
+        if i > first:  # what the previous test changed in the interpreter is put back
+            builtins.clear()
+            builtins.update(pristine)
+            sys.setrecursionlimit(recursion)
+        try:
+            os.dup2(in_fd, 0)
+            os.dup2(out_fd, 1)
+            sys.stdin = open(0, encoding="utf-8", errors="surrogateescape", closefd=False)
+            sys.stdout = open(1, "w", encoding="utf-8", closefd=False)
+            report = execute(program, tests[i])
+        except BaseException as e:  # noqa: BLE001 - everything a program raises is a test outcome
+            report = outcome("error", describe(e))
+        try:
+            sys.stdout.flush()
+        except BaseException:
+            pass
+        try:
+            os.write(report_fd, report.encode("utf-8", "replace")[:REPORT_LIMIT])
+            os.write(notify_w, b"%d\n" % i)
+        except BaseException:
+            os._exit(1)
+    os._exit(0)
+
+
+def outcome(status, error=None, value=None):
+    text = '{"status": ' + quote(status)
+    if error is not None:
+        text += ', "error": ' + quote(error)
+    if value is not None:
+        text += ', "value": ' + quote(value)
+    return text + "}"
+
+
+def execute(program, test):
+    """Run the test in a fresh namespace; returns the report."""
+    namespace = {"__name__": "__main__", "__builtins__": __builtins__}
+    kind = test["kind"]
+    try:
+        exec(program, namespace)
+    except SystemExit as e:
+        if kind == "stdio" and e.code in (None, 0):
+            return outcome("ok")
+        return outcome("error", f"SystemExit({e.code!r})")
+    except BaseException as e:
+        return outcome("error", describe(e))
+    if kind == "stdio":
+        return outcome("ok")
+    if kind == "call":
+        import json
+
+        value = find_function(namespace, test["fn_name"])(*test["args"])
+        try:
+            text = json.dumps(value)
+        except (TypeError, ValueError) as e:
+            return outcome("error", f"The return value cannot be compared: {e}")
+        if len(text) > test["max_output"]:
+            return outcome("error", "The return value is too large.")
+        return outcome("ok", value=text)
+    candidate = namespace.get(test["entry_point"])
+    if candidate is None:
+        return outcome("error", f"The program does not define {test['entry_point']}().")
+    scope = dict(namespace)
+    scope[test["candidate"]] = candidate
+    try:
+        for part in ("preamble", "setup", "test"):
+            exec(compile(test[part], f"<test {part}>", "exec"), scope)
+    except AssertionError as e:
+        return outcome("failed", describe(e))
+    except BaseException as e:
+        return outcome("error", describe(e))
+    return outcome("passed")
+
+
+def find_function(namespace, name):
+    solution = namespace.get("Solution")
+    if isinstance(solution, type) and hasattr(solution, name):
+        return getattr(solution(), name)
+    function = namespace.get(name)
+    if not callable(function):
+        raise NameError(f"The program does not define {name}().")
+    return function
+
+
+def describe(error):
+    text = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
+    return text[-ERROR_TAIL:]
+
+
+def make_file(name, data=b""):
+    fd = os.memfd_create(name) if hasattr(os, "memfd_create") else _temporary_fd()
+    while data:
+        data = data[os.write(fd, data):]
+    os.lseek(fd, 0, os.SEEK_SET)
+    return fd
+
+
+def _temporary_fd():
+    import tempfile
+
+    fd, path = tempfile.mkstemp()
+    os.unlink(path)
+    return fd
+
+
+def read_file(fd, limit):
+    os.lseek(fd, 0, os.SEEK_SET)
+    chunks, size = [], 0
+    while size < limit:
+        chunk = os.read(fd, min(1 << 20, limit - size))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        size += len(chunk)
+    return b"".join(chunks)
+
+
+def kill_group(pid):
+    """Kill what a test left behind in its process group."""
+    try:
+        os.killpg(pid, SIGKILL)
+    except OSError:
+        pass
+
+
+if __name__ == "__main__":
+    main()

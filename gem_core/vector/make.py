@@ -1,0 +1,87 @@
+"""``make_vec``: a vector environment from registered ids (or factories) and a wrapper chain."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from gem_core.core import Env
+from gem_core.errors import GemError
+from gem_core.registry import make, spec
+from gem_core.vector.base import AsyncVectorEnv, AutoresetMode, SyncVectorEnv, VectorEnv
+from gem_core.wrappers.chain import WrapperSpec, chain_factory
+
+MODES: dict[str, type[VectorEnv]] = {"sync": SyncVectorEnv, "async": AsyncVectorEnv}
+
+
+def make_vec(
+    env_ids_or_id: str | Callable[[], Env] | Sequence[str | Callable[[], Env]],
+    num_envs: int | None = None,
+    *,
+    wrappers: WrapperSpec = None,
+    wrapper_options: Mapping[str, Any] | None = None,
+    seed: int | None = 0,
+    mode: str = "sync",
+    autoreset: str | AutoresetMode = "next_step",
+    step_timeout: float | None = None,
+    **env_kwargs: Any,
+) -> VectorEnv:
+    """Make a vector environment.
+
+    ``env_ids_or_id``: one id (repeated ``num_envs`` times, default 1) or a list with one id per
+    slot; a zero-argument callable returning an :class:`~gem_core.Env` may stand in for an id.
+    ``wrappers``: a chain of registered wrappers applied to each environment, innermost first,
+    as a comma string (``"concat_chat,episode_tracking"``) or a list of names and
+    ``(name, options)`` pairs. ``wrapper_options``: options offered to every wrapper of the chain
+    that accepts them (``{"tokenizer": tok}``); one that no wrapper accepts is an error.
+    ``seed``: slot ``i`` starts with seed ``seed + i`` (None: a random base).
+    ``mode``: ``"sync"`` (one slot after another) or ``"async"`` (blocking and native-async
+    environments run concurrently; cheap ones inline).
+    ``autoreset``: ``"next_step"`` or ``"same_step"``; ``step_timeout``: seconds after which a
+    slot's call is abandoned and reported as a fault (see :mod:`gem_core.vector.base`).
+    Other keywords go to every environment's constructor.
+    """
+    if isinstance(env_ids_or_id, str) or callable(env_ids_or_id):
+        if num_envs is None:
+            num_envs = 1
+        if isinstance(num_envs, bool) or not isinstance(num_envs, int) or num_envs < 1:
+            raise GemError(f"num_envs must be a positive integer, got {num_envs!r}.")
+        entries: list[str | Callable[[], Env]] = [env_ids_or_id] * num_envs  # type: ignore[list-item]
+    elif isinstance(env_ids_or_id, Sequence) and env_ids_or_id:
+        entries = list(env_ids_or_id)
+        if num_envs is not None and num_envs != len(entries):
+            raise GemError(f"num_envs={num_envs} does not match the {len(entries)} ids given; "
+                           "give one id per slot, or one id and num_envs.")
+    else:
+        raise GemError("make_vec needs an environment id, or a non-empty list of ids (one per slot).")
+    try:
+        env_class = MODES[mode]
+    except (KeyError, TypeError):
+        raise GemError(f"mode must be 'sync' or 'async', got {mode!r}.") from None
+
+    wrap = chain_factory(wrappers, wrapper_options)
+    factories: list[Callable[[], Env]] = []
+    names: list[str | None] = []
+    for entry in entries:
+        if isinstance(entry, str):
+            spec(entry)  # an unknown id fails here, naming the closest ids
+            factories.append(functools.partial(_make_wrapped, entry, env_kwargs, wrap))
+            names.append(entry)
+        elif callable(entry):
+            if env_kwargs:
+                raise GemError(f"Constructor keywords ({', '.join(sorted(env_kwargs))}) apply to "
+                               "registered ids only; bind them into your factory instead.")
+            factories.append(functools.partial(_call_wrapped, entry, wrap))
+            names.append(None)
+        else:
+            raise GemError(f"Expected an environment id or a factory, got {entry!r}.")
+    return env_class(factories, env_ids=names, seed=seed, autoreset=autoreset, step_timeout=step_timeout)
+
+
+def _make_wrapped(env_id: str, kwargs: dict[str, Any], wrap: Callable[[Env], Env]) -> Env:
+    return wrap(make(env_id, **kwargs))
+
+
+def _call_wrapped(factory: Callable[[], Env], wrap: Callable[[Env], Env]) -> Env:
+    return wrap(factory())

@@ -1,0 +1,169 @@
+"""Observation wrappers: show the agent the episode so far, not just the latest observation.
+
+Four formats, registered under their names:
+
+* ``concat``: every observation so far, one after another;
+* ``concat_with_action``: observations and the agent's actions, alternating;
+* ``concat_chat``: the same exchange as chat messages (observations as ``user`` turns, actions as
+  ``assistant`` turns) rendered with a tokenizer's chat template, ending with the generation
+  prompt;
+* ``concat_chat_on_reset``: the first observation rendered with the chat template, then actions
+  and observations appended as plain text (the whole episode is one assistant reply).
+
+In the text formats every piece ends with a line break. ``max_history_length=N`` keeps the
+first observation (the task) and the last ``N`` turns. Info keys read from the environment:
+``prefix``/``suffix`` are placed before/after the current observation; ``use_tool`` makes the
+observation a ``tool`` message in chat formats; ``parsed_action`` replaces the raw action in the
+history.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections import deque
+from typing import Any
+
+from gem_core.core import Env, ResetResult, StepResult
+from gem_core.errors import GemError, MissingDependencyError
+from gem_core.wrappers.base import ResultWrapper
+
+FORMATS = ("concat", "concat_with_action", "concat_chat", "concat_chat_on_reset")
+
+
+class ObservationWrapper(ResultWrapper):
+    """Rewrites each observation as the episode so far, in one of :data:`FORMATS`.
+
+    ``tokenizer`` (required by the chat formats) is an object with ``apply_chat_template``, such
+    as a Hugging Face tokenizer, or the path or name of one to load with ``transformers``.
+    """
+
+    def __init__(self, env: Env, format: str = "concat_with_action", *,
+                 max_history_length: int | None = None, tokenizer: Any = None):
+        super().__init__(env)
+        if format not in FORMATS:
+            raise GemError(f"Unknown observation format {format!r}; choose one of {', '.join(FORMATS)}.")
+        if max_history_length is not None and (
+            isinstance(max_history_length, bool) or not isinstance(max_history_length, int)
+            or max_history_length < 1
+        ):
+            raise GemError(f"max_history_length must be a positive integer or None, got {max_history_length!r}.")
+        self.format = format
+        self.max_history_length = max_history_length
+        self.tokenizer = _chat_tokenizer(tokenizer, format) if format.startswith("concat_chat") else tokenizer
+        self._first: tuple[str, str] = ("", "user")  # (observation, role)
+        self._first_rendered = ""  # the first observation through the chat template (on_reset)
+        self._turns: deque[tuple[str, str, str]] = deque(maxlen=max_history_length)  # (action, obs, role)
+
+    def on_reset(self, observation: str, info: dict[str, Any]) -> ResetResult:
+        self._first = (observation, _role(info))
+        self._turns.clear()
+        if self.format == "concat_chat_on_reset":
+            self._first_rendered = self._template([{"role": self._first[1], "content": observation}])
+        return self._render(info), info
+
+    def on_step(self, action: str, result: StepResult) -> StepResult:
+        observation, reward, terminated, truncated, info = result
+        parsed = info.get("parsed_action")
+        self._turns.append((parsed if isinstance(parsed, str) else action, observation, _role(info)))
+        return self._render(info), reward, terminated, truncated, info
+
+    def _render(self, info: dict[str, Any]) -> str:
+        prefix, suffix = _text(info.get("prefix")), _text(info.get("suffix"))
+        if self.format == "concat_chat":
+            return self._render_chat(prefix, suffix)
+        pieces = [self._first[0]]
+        for action, observation, _ in self._turns:
+            if self.format != "concat":
+                pieces.append(action)
+            pieces.append(observation)
+        if self.format == "concat_chat_on_reset":
+            if self._turns:
+                pieces[0] = self._first_rendered
+            else:  # the current observation is the first one: decorate it inside the message
+                content = _decorate(pieces[0], prefix, suffix)
+                return self._template([{"role": self._first[1], "content": content}])
+        history = "".join(map(_line, pieces[:-1]))
+        return history + prefix + _line(pieces[-1]) + suffix
+
+    def _render_chat(self, prefix: str, suffix: str) -> str:
+        messages = [{"role": self._first[1], "content": self._first[0]}]
+        for action, observation, role in self._turns:
+            messages.append({"role": "assistant", "content": action})
+            messages.append({"role": role, "content": observation})
+        current = messages[-1]
+        current["content"] = _decorate(current["content"], prefix, suffix)
+        return self._template(messages)
+
+    def _template(self, messages: list[dict[str, str]]) -> str:
+        try:
+            return self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+        except Exception as e:  # a template that cannot render these messages is a setup error
+            raise GemError(f"The tokenizer's chat template failed on the {self.format} messages: "
+                           f"{type(e).__name__}: {e}") from e
+
+
+def concat(env: Env, *, max_history_length: int | None = None) -> ObservationWrapper:
+    """Every observation so far, one after another."""
+    return ObservationWrapper(env, "concat", max_history_length=max_history_length)
+
+
+def concat_with_action(env: Env, *, max_history_length: int | None = None) -> ObservationWrapper:
+    """Observations and actions so far, alternating."""
+    return ObservationWrapper(env, "concat_with_action", max_history_length=max_history_length)
+
+
+def concat_chat(env: Env, *, tokenizer: Any = None, max_history_length: int | None = None) -> ObservationWrapper:
+    """The episode so far as chat messages rendered with ``tokenizer``'s chat template."""
+    return ObservationWrapper(env, "concat_chat", tokenizer=tokenizer, max_history_length=max_history_length)
+
+
+def concat_chat_on_reset(env: Env, *, tokenizer: Any = None,
+                         max_history_length: int | None = None) -> ObservationWrapper:
+    """The first observation through the chat template, then actions and observations as text."""
+    return ObservationWrapper(env, "concat_chat_on_reset", tokenizer=tokenizer,
+                              max_history_length=max_history_length)
+
+
+def _line(text: str) -> str:
+    return text + "\n" if text and not text.endswith("\n") else text
+
+
+def _decorate(content: str, prefix: str, suffix: str) -> str:
+    return prefix + (_line(content) + suffix if suffix else content)
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def _role(info: dict[str, Any]) -> str:
+    return "tool" if info.get("use_tool") else "user"
+
+
+def _chat_tokenizer(tokenizer: Any, format: str) -> Any:
+    if tokenizer is None:
+        raise GemError(f"The {format} wrapper needs a tokenizer with a chat template: pass "
+                       "tokenizer=<a tokenizer object or its path> (in make_vec: "
+                       "wrapper_options={'tokenizer': ...}).")
+    if isinstance(tokenizer, str):
+        tokenizer = load_tokenizer(tokenizer)
+    if not callable(getattr(tokenizer, "apply_chat_template", None)):
+        raise GemError(f"The {format} wrapper needs a tokenizer with apply_chat_template(); "
+                       f"got {type(tokenizer).__name__}.")
+    if getattr(tokenizer, "chat_template", "") is None:
+        raise GemError(f"The tokenizer given to {format} has no chat template; use an instruction-"
+                       "tuned model's tokenizer or set tokenizer.chat_template.")
+    return tokenizer
+
+
+@functools.lru_cache(maxsize=8)
+def load_tokenizer(name_or_path: str) -> Any:
+    """A Hugging Face tokenizer, loaded once per process (``transformers`` needed)."""
+    try:
+        from transformers import AutoTokenizer
+    except ImportError:
+        raise MissingDependencyError("Loading a tokenizer by name", "transformers", "chat") from None
+    try:
+        return AutoTokenizer.from_pretrained(name_or_path)
+    except (OSError, ValueError) as e:
+        raise GemError(f"Cannot load a tokenizer from {name_or_path!r}: {e}") from e

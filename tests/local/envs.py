@@ -1,0 +1,41 @@
+"""A test environment whose reward a random model earns unevenly, so advantages are non-zero.
+
+(On the real games a random model only writes format errors: every return is equal, ReBN gives
+zero advantages, and nothing would train.)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gem_core
+from gem_core import Env
+
+ENV_ID = "testlocal:LetterShare-v0"
+
+
+class LetterShareEnv(Env):
+    """``turns`` turns; each answer earns the share of its characters that are ASCII letters."""
+
+    def __init__(self, turns: int = 2):
+        self.turns = turns
+        self.turn = 0
+
+    def reset(self, seed: int | None = None, **options: Any) -> tuple[str, dict[str, Any]]:
+        super().reset(seed)
+        self.turn = 0
+        return f"Task {self.rng.randint(0, 99)}: answer with letters only.", {}
+
+    def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        self.turn += 1
+        share = sum(c.isascii() and c.isalpha() for c in action) / max(len(action), 1)
+        done = self.turn >= self.turns
+        return f"Turn {self.turn} scored {share:.2f}. Again.", share, done, False, {"success": done and share > 0.5}
+
+    def sample_random_action(self) -> str:
+        return "".join(self.rng.choice("ab1 ") for _ in range(8))
+
+
+def register_once() -> None:
+    if not gem_core.list_envs(ENV_ID):
+        gem_core.register(ENV_ID, LetterShareEnv, description="Test: share of letters in the answer.")

@@ -1,0 +1,157 @@
+"""The token-level REINFORCE loss: layout, masks, exact gradient accumulation, and that an update
+moves the loss and the log-probabilities the right way."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+import torch
+
+from gem_adapters.local.loss import Sample, completion_logprobs, micro_batches, pack, reinforce_loss
+
+
+def make_samples(n: int, seed: int = 0, vocab: int = 2000) -> list[Sample]:
+    rng = random.Random(seed)
+    return [
+        Sample.turn(
+            [rng.randrange(3, vocab) for _ in range(rng.randint(3, 20))],
+            [rng.randrange(3, vocab) for _ in range(rng.randint(1, 9))],
+            rng.uniform(-2, 2),
+        )
+        for _ in range(n)
+    ]
+
+
+def test_pack_lays_out_prompts_left_and_completions_right():
+    samples = [Sample.turn([5, 6, 7], [8, 9], 1.0), Sample.turn([10], [11, 12, 13], -0.5)]
+    batch = pack(samples, pad_id=0)
+    assert batch.input_ids.tolist() == [[5, 6, 7, 8, 9, 0], [0, 0, 10, 11, 12, 13]]
+    assert batch.attention_mask.tolist() == [[1, 1, 1, 1, 1, 0], [0, 0, 1, 1, 1, 1]]
+    assert batch.position_ids.tolist() == [[0, 1, 2, 3, 4, 4], [0, 0, 0, 1, 2, 3]]
+    assert batch.completion_ids.tolist() == [[8, 9, 0], [11, 12, 13]]
+    assert batch.mask.tolist() == [[1, 1, 0], [1, 1, 1]]
+    assert batch.advantages.tolist() == [[1.0, 1.0, 0.0], [-0.5, -0.5, -0.5]]
+    assert batch.num_tokens == 5
+
+
+def test_a_later_turn_extends_a_sample_only_when_its_prompt_continues_it_exactly():
+    sample = Sample.turn([1, 2], [3, 4], 0.5)
+    assert not sample.extend([1, 2, 3, 9, 5], [6], 1.0)  # the history differs
+    assert not sample.extend([1, 2, 3], [6], 1.0)  # shorter than the sample
+    assert sample.completion_ids == [3, 4]
+    assert sample.extend([1, 2, 3, 4, 7, 8], [9, 10], -1.0)
+    assert sample.completion_ids == [3, 4, 7, 8, 9, 10]
+    assert sample.mask == [1, 1, 0, 0, 1, 1]
+    assert sample.advantages == [0.5, 0.5, 0.0, 0.0, -1.0, -1.0]
+    assert sample.num_model_tokens == 4
+
+
+def test_logprobs_match_one_unpadded_sequence_at_a_time(tiny):
+    model, _ = tiny
+    model.eval()
+    samples = make_samples(6)
+    batch = pack(samples, pad_id=2)
+    with torch.no_grad():
+        packed = completion_logprobs(model, batch)
+        for row, sample in enumerate(samples):
+            ids = torch.tensor([sample.prompt_ids + sample.completion_ids])
+            logits = model(input_ids=ids).logits[0].float()
+            logp = torch.log_softmax(logits, -1)
+            start = len(sample.prompt_ids)
+            expected = [logp[start - 1 + i, tok].item() for i, tok in enumerate(sample.completion_ids)]
+            got = packed[row, :len(sample.completion_ids)].tolist()
+            assert got == pytest.approx(expected, abs=2e-4)
+
+
+def test_loss_counts_only_response_tokens_with_their_advantage(tiny):
+    model, _ = tiny
+    samples = make_samples(4, seed=1)
+    batch = pack(samples, pad_id=2)
+    total = batch.num_tokens
+    loss, logprobs = reinforce_loss(model, batch, total)
+    expected = -sum(
+        s.advantages[0] * logprobs[row, :len(s.completion_ids)].sum().item() for row, s in enumerate(samples)
+    ) / total
+    assert loss.item() == pytest.approx(expected, rel=1e-5)
+    # a longer prompt changes the context but adds no term to the loss
+    longer = [Sample.turn([3] * 30 + s.prompt_ids, s.completion_ids, s.advantages[0]) for s in samples]
+    assert pack(longer, pad_id=2).num_tokens == total
+
+
+def test_a_joined_episode_gives_the_loss_and_gradient_of_its_separate_turns(tiny):
+    model, _ = tiny
+    prompt, first, observation, second = [5, 6, 7, 8], [20, 21, 22], [30, 31], [40, 41]
+    separate = [Sample.turn(prompt, first, 1.5), Sample.turn(prompt + first + observation, second, -0.5)]
+    joined = Sample.turn(prompt, first, 1.5)
+    assert joined.extend(prompt + first + observation, second, -0.5)
+    total = 5
+
+    model.zero_grad()
+    loss_separate, _ = reinforce_loss(model, pack(separate, pad_id=2), total)
+    loss_separate.backward()
+    grads_separate = _grads(model)
+    model.zero_grad()
+    loss_joined, _ = reinforce_loss(model, pack([joined], pad_id=2), total)
+    loss_joined.backward()
+    assert loss_joined.item() == pytest.approx(loss_separate.item(), rel=1e-5)
+    for a, b in zip(grads_separate, _grads(model)):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-6)
+
+
+def _grads(model) -> list[torch.Tensor]:
+    return [p.grad.detach().clone() for p in model.parameters() if p.grad is not None]
+
+
+def test_gradient_accumulation_equals_one_big_batch(tiny):
+    model, _ = tiny
+    samples = make_samples(10, seed=2)
+    total = sum(s.num_model_tokens for s in samples)
+
+    model.zero_grad()
+    loss, _ = reinforce_loss(model, pack(samples, pad_id=2), total)
+    loss.backward()
+    whole = _grads(model)
+
+    model.zero_grad()
+    groups = list(micro_batches(samples, max_tokens=40))
+    assert len(groups) > 2
+    for group in groups:
+        part, _ = reinforce_loss(model, pack(group, pad_id=2), total)
+        part.backward()
+    accumulated = _grads(model)
+    assert len(whole) == len(accumulated) > 0
+    for a, b in zip(whole, accumulated):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-6)
+
+
+def test_micro_batches_respect_the_token_budget_and_keep_every_sample():
+    samples = make_samples(40, seed=3)
+    groups = list(micro_batches(samples, max_tokens=64))
+    seen = [id(s) for g in groups for s in g]
+    assert sorted(seen) == sorted(id(s) for s in samples)
+    for group in groups:
+        width = max(len(s.prompt_ids) for s in group) + max(len(s.completion_ids) for s in group)
+        assert len(group) * width <= 64 or len(group) == 1
+    # a sample longer than the budget goes alone
+    huge = Sample.turn(list(range(3, 200)), [5, 6], 1.0)
+    assert [len(g) for g in micro_batches([huge, *samples[:3]], max_tokens=64)][-1] == 1
+
+
+def test_an_update_raises_the_likelihood_of_rewarded_responses_and_lowers_the_loss(tiny):
+    model, _ = tiny
+    good = Sample.turn([10, 11, 12], [40, 41, 42], advantage=1.0)
+    bad = Sample.turn([10, 11, 12], [50, 51, 52], advantage=-1.0)
+    batch = pack([good, bad], pad_id=2)
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
+    losses, logps = [], []
+    for _ in range(3):
+        optimizer.zero_grad()
+        loss, logprobs = reinforce_loss(model, batch, batch.num_tokens)
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+        logps.append(logprobs.sum(-1).tolist())
+    assert losses[-1] < losses[0]
+    assert logps[-1][0] > logps[0][0]  # the rewarded response became likelier
+    assert logps[-1][1] < logps[0][1]  # the penalised one less likely

@@ -1,0 +1,72 @@
+"""From episodes to training samples: seeds, groups, and joining the turns of an episode."""
+
+from __future__ import annotations
+
+import gem_core
+from gem_adapters.local.rollout import group_ids, slot_env_ids, step_seeds, training_samples
+from gem_adapters.local.sampling import LocalPolicy, SamplingSettings
+
+
+def test_slots_deal_env_ids_to_groups_and_groups_share_seeds():
+    assert slot_env_ids(["a", "b"], 6, 2) == ["a", "a", "b", "b", "a", "a"]
+    seeds = step_seeds(7, 3, 6, 2)
+    assert seeds[0] == seeds[1] and seeds[2] == seeds[3] and len({seeds[0], seeds[2], seeds[4]}) == 3
+    assert step_seeds(7, 3, 6, 2) == seeds  # reproducible
+    assert step_seeds(7, 4, 6, 2) != seeds and step_seeds(8, 3, 6, 2) != seeds
+
+
+def test_group_ids_follow_env_and_seed():
+    from gem_core.episodes import Episode
+
+    episodes = [Episode("a", 1), Episode("a", 1), Episode("b", 1), Episode("a", 2)]
+    assert group_ids(episodes) == [0, 0, 1, 2]
+
+
+class ScriptedPolicy(LocalPolicy):
+    """Answers every prompt with the same text, through the real bookkeeping of LocalPolicy."""
+
+    def __init__(self, model, tokenizer, answer: str):
+        super().__init__(model, tokenizer, SamplingSettings(max_new_tokens=16))
+        self.answer = tokenizer.encode(answer, add_special_tokens=False) + [tokenizer.eos_token_id]
+
+    def generate(self, prompts):
+        return [list(self.answer) for _ in prompts]
+
+
+def test_turns_of_an_episode_join_into_one_sample_with_the_real_chat_template(tiny):
+    from tests.local.envs import ENV_ID, register_once
+
+    register_once()
+    model, tokenizer = tiny
+    policy = ScriptedPolicy(model, tokenizer, "Only letters here")
+    with gem_core.make_vec(ENV_ID, num_envs=2, wrappers="concat_chat", wrapper_options={"tokenizer": tokenizer}) as vec:
+        episodes = gem_core.collect_episodes(vec, policy, 2, seed=[5, 6])
+    assert [e.num_turns for e in episodes] == [2, 2]
+    advantages = [[0.1, 0.2], [-0.1, -0.2]]
+    samples, trained, skipped = training_samples(episodes, advantages, policy)
+    assert (len(samples), trained, skipped) == (2, 4, 0)
+    answer = policy.answer
+    for sample, episode, episode_advantages in zip(samples, episodes, advantages):
+        # the joined sample is exactly the last prompt followed by the last answer
+        last_prompt = tokenizer.encode(episode.turns[-1].observation, add_special_tokens=False)
+        assert sample.prompt_ids + sample.completion_ids == last_prompt + answer
+        assert sample.num_model_tokens == 2 * len(answer)
+        trained_advantages = [a for a, m in zip(sample.advantages, sample.mask) if m]
+        assert trained_advantages == [a for a in episode_advantages for _ in answer]
+    assert policy.take_sampled(episodes[0].turns[0].observation, episodes[0].turns[0].action) is None  # handed out once
+
+
+def test_turns_stay_apart_when_the_history_is_rendered_differently(tiny):
+    # GuessTheNumber adds a reminder (info "suffix") to the latest observation only, so a later
+    # prompt does not start with the earlier one: each turn is its own sample, with its own prompt
+    model, tokenizer = tiny
+    policy = ScriptedPolicy(model, tokenizer, "I guess \\boxed{11}")  # out of range: the game goes on
+    with gem_core.make_vec("game:GuessTheNumber-v0-easy", num_envs=2, wrappers="concat_chat",
+                           wrapper_options={"tokenizer": tokenizer}) as vec:
+        episodes = gem_core.collect_episodes(vec, policy, 2, seed=[5, 6])
+    assert [e.num_turns for e in episodes] == [4, 4]  # every guess invalid: truncated after 4
+    samples, trained, _ = training_samples(episodes, [[1.0] * 4, [-1.0] * 4], policy)
+    assert len(samples) == trained == 8
+    for sample, turn in zip(samples, episodes[0].turns):
+        assert sample.prompt_ids == tokenizer.encode(turn.observation, add_special_tokens=False)
+        assert sample.completion_ids == policy.answer

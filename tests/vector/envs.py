@@ -1,0 +1,133 @@
+"""Small environments with known behaviour for the vector-environment tests."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+
+from gem_core import Env
+
+#: Set at the end of the test session so that calls left hanging on purpose return.
+RELEASE = threading.Event()
+
+
+class Countdown(Env):
+    """Episodes of ``length`` steps (drawn from the seed when None); each step echoes the
+    action. Terminates normally; truncates when ``truncate`` is set."""
+
+    def __init__(self, length: int | None = 3, truncate: bool = False):
+        self.length, self.truncate = length, truncate
+        self.t, self.episode_length, self.tag = 0, 0, 0
+        self.threads: list[int] = []
+
+    def reset(self, seed=None, **options):
+        super().reset(seed)
+        self.t = 0
+        self.episode_length = self.length or self.rng.randint(1, 6)
+        self.tag = self.rng.randint(0, 10**6)
+        return f"start {self.tag} len {self.episode_length}", {"tag": self.tag}
+
+    def step(self, action):
+        self.threads.append(threading.get_ident())
+        self.t += 1
+        end = self.t >= self.episode_length
+        return (f"{self.tag} t{self.t} got {action}", float(self.t), end and not self.truncate,
+                end and self.truncate, {"t": self.t})
+
+    def sample_random_action(self):
+        return str(self.rng.randint(0, 9))
+
+
+class Sleepy(Countdown):
+    """Blocks for ``delay`` seconds per step; declares itself blocking."""
+
+    blocking = True
+
+    def __init__(self, delay: float = 0.002, length: int | None = 3):
+        super().__init__(length)
+        self.delay = delay
+
+    def step(self, action):
+        time.sleep(self.delay)
+        return super().step(action)
+
+
+class MeetingPoint(Countdown):
+    """Each step waits until ``parties`` steps are in progress at once (a barrier), so it only
+    succeeds when the vector environment runs the slots concurrently in threads."""
+
+    blocking = True
+
+    def __init__(self, barrier: threading.Barrier, length: int | None = 3):
+        super().__init__(length)
+        self.barrier = barrier
+
+    def step(self, action):
+        self.barrier.wait()
+        return super().step(action)
+
+
+class AsyncMeeting:
+    """A rendezvous for native-async steps: every ``parties`` arrivals form a round, and each
+    arrival waits for its round to fill (at most 5 s)."""
+
+    def __init__(self, parties: int):
+        self.parties, self.arrived = parties, 0
+
+    async def join(self) -> None:
+        self.arrived += 1
+        round_end = -(-self.arrived // self.parties) * self.parties
+        async def filled():
+            while self.arrived < round_end:
+                await asyncio.sleep(0.001)
+        await asyncio.wait_for(filled(), timeout=5)
+
+
+class NativeAsync(Countdown):
+    """Native-async steps that meet at ``meeting`` (so they succeed only when awaited
+    concurrently); its sync ``step`` must never be used by an async vector environment."""
+
+    def __init__(self, meeting: AsyncMeeting | None = None, length: int | None = 3):
+        super().__init__(length)
+        self.meeting = meeting
+        self.loops: list[asyncio.AbstractEventLoop] = []
+
+    async def astep(self, action):
+        self.loops.append(asyncio.get_running_loop())
+        if self.meeting is not None:
+            await self.meeting.join()
+        return super().step(action)
+
+    def step(self, action):
+        raise AssertionError("the sync step of a native-async environment was called")
+
+
+class Faulty(Countdown):
+    """Misbehaves on a schedule: ``faults`` maps a global call number (counted per instance,
+    over reset and step calls) to ``"raise"``, ``"hang"``, ``"slow"`` or ``"malformed"``."""
+
+    def __init__(self, faults: dict[int, str] | None = None, length: int | None = 3, slow: float = 0.02):
+        super().__init__(length)
+        self.faults, self.slow, self.calls = dict(faults or {}), slow, 0
+
+    def _misbehave(self) -> str | None:
+        self.calls += 1
+        fault = self.faults.get(self.calls)
+        if fault == "raise":
+            raise RuntimeError(f"injected failure at call {self.calls}")
+        if fault == "hang":
+            RELEASE.wait(60)
+        if fault == "slow":
+            time.sleep(self.slow)
+        return fault
+
+    def reset(self, seed=None, **options):
+        if self._misbehave() == "malformed":
+            return "only an observation"
+        return super().reset(seed)
+
+    def step(self, action):
+        if self._misbehave() == "malformed":
+            return "obs", "not a number", False, False, {}
+        return super().step(action)

@@ -1,0 +1,152 @@
+"""collect_episodes: exactly N complete episodes, with sync and async policies."""
+
+import asyncio
+import itertools
+import re
+
+import pytest
+
+import gem_core
+from gem_core import GemError
+from gem_core.episodes import Episode
+from tests.vector.envs import Countdown, Faulty
+
+
+def binary_search(observations):
+    """A deterministic GuessTheNumber agent that reads the whole history (concat wrapper)."""
+    actions = []
+    for text in observations:
+        low, high = map(int, re.search(r"from (\d+) to (\d+)", text).groups())
+        for guess, direction in re.findall(r"you guessed (\d+); the number is (higher|lower)", text):
+            if direction == "higher":
+                low = max(low, int(guess) + 1)
+            else:
+                high = min(high, int(guess) - 1)
+        actions.append(f"\\boxed{{{(low + high) // 2}}}")
+    return actions
+
+
+def replay(episode, make_env):
+    """The episode's turns, re-run on a fresh environment from its seed."""
+    env = make_env()
+    observation, _ = env.reset(seed=episode.seed)
+    turns = []
+    for turn in episode.turns:
+        turns.append((observation, turn.action))
+        observation, reward, terminated, truncated, _ = env.step(turn.action)
+        turns[-1] += (reward, terminated, truncated)
+    return turns, observation
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_collects_exactly_n_complete_episodes_that_replay_from_their_seeds(mode):
+    with gem_core.make_vec(lambda: Countdown(None), 3, mode=mode, seed=40) as vec:
+        episodes = gem_core.collect_episodes(vec, lambda obs: [o[-3:] for o in obs], 7)
+    assert len(episodes) == 7 and all(isinstance(e, Episode) and e.done for e in episodes)
+    assert sorted(e.seed for e in episodes) == sorted(set(e.seed for e in episodes))
+    assert [e.seed for e in episodes[:3]] == [40, 41, 42]  # in the order they started
+    for episode in episodes:
+        turns, final = replay(episode, lambda: Countdown(None))
+        assert [(t.observation, t.action, t.reward, t.terminated, t.truncated) for t in episode.turns] == turns
+        assert episode.final_observation == final and episode.env_id == "Countdown"
+
+
+def test_episodes_are_the_same_in_every_mode_and_autoreset():
+    results = {}
+    for mode, autoreset in itertools.product(["sync", "async"], ["next_step", "same_step"]):
+        with gem_core.make_vec("game:GuessTheNumber-v0-hard", 4, wrappers="concat", mode=mode,
+                               autoreset=autoreset, seed=1) as vec:
+            episodes = gem_core.collect_episodes(vec, binary_search, 10)
+        results[mode, autoreset] = [e.to_dict() for e in episodes]
+    for autoreset in ("next_step", "same_step"):  # sync and async: the same, in the same order
+        assert results["sync", autoreset] == results["async", autoreset]
+    # Next-step autoreset spends a step on each reset, so episodes may start in another order;
+    # they are the same episodes.
+    by_seed = [sorted(r, key=lambda e: e["seed"]) for r in results.values()]
+    assert all(r == by_seed[0] for r in by_seed)
+    assert sum(e["turns"][-1]["reward"] == 1.0 for e in by_seed[0]) == 10  # binary search wins in 7
+
+
+def test_fewer_episodes_than_slots_starts_only_those():
+    with gem_core.make_vec(lambda: Countdown(2), 5) as vec:
+        episodes = gem_core.collect_episodes(vec, lambda obs: ["a"] * len(obs), 2)
+        assert [e.seed for e in episodes] == [0, 1]
+        assert [env.tag for env in vec.envs[2:]] == [0, 0, 0]  # never reset, never stepped
+        assert all(env.t == 0 for env in vec.envs[2:])
+
+
+class CountingResets(Countdown):
+    resets = 0
+
+    def reset(self, seed=None, **options):
+        CountingResets.resets += 1
+        return super().reset(seed)
+
+
+def test_no_episode_is_started_beyond_the_target():
+    CountingResets.resets = 0
+    with gem_core.make_vec(lambda: CountingResets(None), 4) as vec:
+        episodes = gem_core.collect_episodes(vec, lambda obs: ["a"] * len(obs), 9)
+    assert len(episodes) == 9 and CountingResets.resets == 9
+
+
+def test_async_policy_from_sync_code_and_acollect_from_a_coroutine():
+    async def policy(observations):
+        await asyncio.sleep(0)
+        return [o[-1] for o in observations]
+
+    with gem_core.make_vec(lambda: Countdown(2), 2, mode="async") as vec:
+        from_sync = gem_core.collect_episodes(vec, policy, 4)
+
+    async def main():
+        with gem_core.make_vec(lambda: Countdown(2), 2, mode="async") as vec:
+            with_async = await gem_core.acollect_episodes(vec, policy, 4)
+            with_sync = await gem_core.acollect_episodes(vec, lambda obs: [o[-1] for o in obs], 4, seed=0)
+        return with_async, with_sync
+
+    with_async, with_sync = asyncio.run(main())
+    assert [e.to_dict() for e in from_sync] == [e.to_dict() for e in with_async] == [e.to_dict() for e in with_sync]
+
+
+@pytest.mark.parametrize("autoreset", ["next_step", "same_step"])
+def test_max_turns_cuts_episodes_off_and_starts_fresh_ones(autoreset):
+    with gem_core.make_vec(lambda: Countdown(10), 2, autoreset=autoreset) as vec:
+        episodes = gem_core.collect_episodes(vec, lambda obs: ["a"] * len(obs), 5, max_turns=3)
+    assert [e.num_turns for e in episodes] == [3] * 5
+    assert all(e.turns[-1].truncated and not e.turns[-1].terminated for e in episodes)
+    assert [e.seed for e in episodes] == [0, 1, 2, 3, 4]
+    assert all(e.turns[0].observation.startswith("start") for e in episodes)
+
+
+def test_progress_bar(capsys):
+    with gem_core.make_vec(lambda: Countdown(1), 2) as vec:
+        episodes = gem_core.collect_episodes(vec, lambda obs: ["a"] * len(obs), 3, progress=True)
+    assert len(episodes) == 3
+    assert "3/3" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("policy, message", [
+    (lambda obs: ["a"], "1 actions for 2 observations"),
+    (lambda obs: "a", "return a list of action strings"),
+    (lambda obs: [1, 2], "returned int as action 0"),
+])
+def test_bad_policy_output_raises(policy, message):
+    with gem_core.make_vec(lambda: Countdown(2), 2) as vec:
+        with pytest.raises(GemError, match=message):
+            gem_core.collect_episodes(vec, policy, 2)
+
+
+def test_bad_arguments_raise():
+    with gem_core.make_vec(Countdown, 1) as vec:
+        for kwargs, message in [({"num_episodes": 0}, "num_episodes"),
+                                ({"num_episodes": 1, "max_turns": 0}, "max_turns")]:
+            with pytest.raises(GemError, match=message):
+                gem_core.collect_episodes(vec, lambda obs: obs, **kwargs)
+    with pytest.raises(GemError, match="make_vec"):
+        gem_core.collect_episodes(Countdown(), lambda obs: obs, 1)
+
+
+def test_an_environment_that_never_resets_raises_after_repeated_failures():
+    with gem_core.make_vec([Countdown, lambda: Faulty({1: "raise"})]) as vec:
+        with pytest.raises(GemError, match=r"Slot 1 \(Faulty\) failed to reset 3 times.*injected failure"):
+            gem_core.collect_episodes(vec, lambda obs: ["a"] * len(obs), 20)
