@@ -52,6 +52,7 @@ class MastermindEnv(GameEnv):
         )
         self.code: tuple[int, ...] = ()
         self.code_digits: frozenset[int] = frozenset()
+        self.digits: frozenset[int] = frozenset()
         self.guesses: set[tuple[int, ...]] = set()
         self.best_black = 0
 
@@ -65,6 +66,7 @@ class MastermindEnv(GameEnv):
         else:
             self.code = tuple(rng.sample(digits, self.code_length))
         self.code_digits = frozenset(self.code)
+        self.digits = _digits(self.num_numbers)
         self.guesses = set()
         self.best_black = 0
         if self.code_length <= self.num_numbers:
@@ -88,7 +90,7 @@ class MastermindEnv(GameEnv):
                 f"Turn {self.turn}: your guess {shown} has {len(guess)} digits; the code has {self.code_length}.",
                 Reward.INVALID, Outcome.INVALID,
             )
-        if min(guess) < 1 or max(guess) > self.num_numbers:
+        if not self.digits.issuperset(guess):
             return (
                 f"Turn {self.turn}: your guess {shown} uses digits outside 1-{self.num_numbers}.",
                 Reward.INVALID, Outcome.INVALID,
@@ -119,6 +121,11 @@ class MastermindEnv(GameEnv):
         else:
             guess = self.rng.choices(digits, k=self.code_length)
         return " ".join(map(str, guess))
+
+
+@cache
+def _digits(num_numbers: int) -> frozenset[int]:
+    return frozenset(range(1, num_numbers + 1))
 
 
 @lru_cache(maxsize=8192)
