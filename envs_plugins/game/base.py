@@ -13,6 +13,12 @@ A game subclasses :class:`GameEnv` and implements ``new_game`` (draw a fresh puz
 
 ``task_suffix`` is cached: a game whose move changes what it shows sets ``self._suffix = None``.
 
+A game whose moves (for its current settings) form a short list may list them with
+:func:`list_moves`, setting ``random_actions`` and ``moves_by_text``: random actions are then
+drawn uniformly from the list instead of calling ``random_move``, and an answer written the
+usual way is looked up instead of calling ``parse_move``. Steps are hot, so this saves the
+calls on the common path; ``parse_move`` still reads every other spelling.
+
 Every step's info has ``turn`` (turns taken) and ``suffix`` (the current board and what to do
 next, which observation wrappers append to the observation).
 """
@@ -20,8 +26,7 @@ next, which observation wrappers append to the observation).
 from __future__ import annotations
 
 import random
-import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from gem_core import Env, GemError
@@ -32,7 +37,6 @@ T = TypeVar("T")
 
 #: Box contents longer than this are not read as a move (a format error).
 MAX_ANSWER_CHARS = 200
-_SIMPLE_BOX = re.compile(r"\\boxed\{([^{}]*)\}")
 
 
 class Reward:
@@ -75,6 +79,11 @@ class GameEnv(Env):
     _ready: bool = False
     #: The cached ``task_suffix()``; a game sets it to None whenever a move changes the board.
     _suffix: str | None = None
+    #: The listed moves as boxed actions, drawn uniformly by ``sample_random_action`` (empty:
+    #: it calls ``random_move``). Set with ``moves_by_text`` from :func:`list_moves`.
+    random_actions: Sequence[str] = ()
+    #: The listed moves by their usual text: what ``parse_move`` would return for it.
+    moves_by_text: Mapping[str, Any] = {}
 
     # -- what a game implements ---------------------------------------------------------------
 
@@ -91,7 +100,8 @@ class GameEnv(Env):
         raise NotImplementedError
 
     def random_move(self) -> str:
-        """A random well-formed move, as the text that goes inside ``\\boxed{}``."""
+        """A random well-formed move, as the text that goes inside ``\\boxed{}`` (not needed
+        while ``random_actions`` lists them)."""
         raise NotImplementedError
 
     def instructions(self) -> str:
@@ -109,7 +119,8 @@ class GameEnv(Env):
     # -- the turn loop ----------------------------------------------------------------------------
 
     def reset(self, seed: int | None = None, **options: Any) -> tuple[str, dict[str, Any]]:
-        super().reset(seed)
+        if seed is not None or not self._ready:  # else Env.reset has nothing to do: skip the call
+            super().reset(seed)
         self.turn = 0
         self.new_game()
         self._ready = True
@@ -121,7 +132,9 @@ class GameEnv(Env):
             raise ResetNeededError(f"Call reset() before step() on {type(self).__name__}.")
         self.turn = turn = self.turn + 1
         answer = parse_answer(action)
-        move = None if answer is None else self.parse_move(answer)
+        move = self.moves_by_text.get(answer)
+        if move is None and answer is not None:
+            move = self.parse_move(answer)
         if move is None:
             return (
                 f"Turn {turn}: no valid move found. Write your move in the last \\boxed{{}} "
@@ -150,10 +163,14 @@ class GameEnv(Env):
 
     def sample_random_action(self) -> str:
         if not self._ready:
-            raise ResetNeededError(
-                f"Call reset() before sample_random_action() on {type(self).__name__}."
-            )
+            raise self._reset_needed("sample_random_action")
+        actions = self.random_actions
+        if actions:  # pick() inlined, from the generator behind self.rng (reset has made it)
+            return actions[int(self._rng.random() * len(actions))]
         return f"\\boxed{{{self.random_move()}}}"
+
+    def _reset_needed(self, method: str) -> ResetNeededError:
+        return ResetNeededError(f"Call reset() before {method}() on {type(self).__name__}.")
 
 
 def parse_answer(action: str) -> str | None:
@@ -161,20 +178,27 @@ def parse_answer(action: str) -> str | None:
     :func:`gem_core.parsing.last_boxed` reads it); None if there is none or it is longer than
     :data:`MAX_ANSWER_CHARS`."""
     try:
-        start = action.rfind("\\boxed")
+        _, box, tail = action.rpartition("\\boxed{")
     except AttributeError:  # not a string
         return None
-    # Fast path for the usual answer, a last \boxed{...} with no braces inside and no \fbox
-    # after it: that box opens last and is complete, so last_boxed would return the same text.
-    if start >= 0:
-        match = _SIMPLE_BOX.match(action, start)
-        if match is not None and action.find("\\fbox", start) < 0:
-            answer = match.group(1)
+    # Fast path for the usual answer: a last \boxed{ with no \boxed or \fbox after it, closed
+    # by the first "}" with no "{" before it. That box opens last and is complete, so
+    # last_boxed would return the same text.
+    if box and "\\boxed" not in tail and "\\fbox" not in tail:
+        answer, closed, _ = tail.partition("}")
+        if closed and "{" not in answer:
             return answer.strip() if len(answer) <= MAX_ANSWER_CHARS else None
     answer = last_boxed(action)
     if answer is None or len(answer) > MAX_ANSWER_CHARS:
         return None
     return answer.strip()
+
+
+def list_moves(moves: Iterable[tuple[str, T]]) -> tuple[tuple[str, ...], dict[str, T]]:
+    """``(random_actions, moves_by_text)`` for a game listing its moves, each given as its usual
+    text and the move ``parse_move`` returns for that text. Shared: do not modify."""
+    by_text = dict(moves)
+    return tuple(f"\\boxed{{{text}}}" for text in by_text), by_text
 
 
 def pick(rng: random.Random, items: Sequence[T]) -> T:
