@@ -13,11 +13,11 @@ A game subclasses :class:`GameEnv` and implements ``new_game`` (draw a fresh puz
 
 ``task_suffix`` is cached: a game whose move changes what it shows sets ``self._suffix = None``.
 
-A game whose moves (for its current settings) form a short list may list them with
-:func:`list_moves`, setting ``random_actions`` and ``moves_by_text``: random actions are then
-drawn uniformly from the list instead of calling ``random_move``, and an answer written the
-usual way is looked up instead of calling ``parse_move``. Steps are hot, so this saves the
-calls on the common path; ``parse_move`` still reads every other spelling.
+A game whose moves (for its current settings) form a short list may set ``listed`` to
+:class:`ListedMoves`: an action that is exactly a listed boxed move, and an answer written the
+usual way, are then looked up instead of parsed, and random actions may be drawn from the list
+instead of calling ``random_move``. Steps are hot, so this saves the calls on the common path;
+``parse_move`` still reads every other spelling.
 
 Every step's info has ``turn`` (turns taken) and ``suffix`` (the current board and what to do
 next, which observation wrappers append to the observation).
@@ -27,7 +27,8 @@ from __future__ import annotations
 
 import random
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, TypeVar
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
 
 from gem_core import Env, GemError
 from gem_core.parsing import last_boxed
@@ -69,6 +70,29 @@ class ResetNeededError(GemError, RuntimeError):
     """``step`` or ``sample_random_action`` before the first ``reset``."""
 
 
+@dataclass(frozen=True)
+class ListedMoves(Generic[T]):
+    """The moves of a game's current settings: for each, the move ``parse_move`` returns, by the
+    move's usual text (``by_text``) and by that text boxed (``by_action``); and ``actions``, the
+    boxed moves that random actions are drawn from uniformly (empty: ``random_move`` makes
+    them). Shared between environments: never modified."""
+
+    by_text: Mapping[str, T] = field(default_factory=dict)
+    by_action: Mapping[str, T] = field(default_factory=dict)
+    actions: tuple[str, ...] = ()
+
+    @classmethod
+    def of(cls, moves: Iterable[tuple[str, T]], *, random_from_list: bool = True) -> ListedMoves[T]:
+        """List ``(text, move)`` pairs; ``random_from_list=False`` keeps ``random_move``."""
+        by_text = dict(moves)
+        by_action = {f"\\boxed{{{text}}}": move for text, move in by_text.items()}
+        return cls(by_text, by_action, tuple(by_action) if random_from_list else ())
+
+
+#: No listed moves: every answer goes through ``parse_move``.
+NO_LISTED_MOVES: ListedMoves[Any] = ListedMoves()
+
+
 class GameEnv(Env):
     """Base class of the language games (see the module docstring for the contract)."""
 
@@ -79,11 +103,8 @@ class GameEnv(Env):
     _ready: bool = False
     #: The cached ``task_suffix()``; a game sets it to None whenever a move changes the board.
     _suffix: str | None = None
-    #: The listed moves as boxed actions, drawn uniformly by ``sample_random_action`` (empty:
-    #: it calls ``random_move``). Set with ``moves_by_text`` from :func:`list_moves`.
-    random_actions: Sequence[str] = ()
-    #: The listed moves by their usual text: what ``parse_move`` would return for it.
-    moves_by_text: Mapping[str, Any] = {}
+    #: The moves of the current settings, when the game lists them (see :class:`ListedMoves`).
+    listed: ListedMoves[Any] = NO_LISTED_MOVES
 
     # -- what a game implements ---------------------------------------------------------------
 
@@ -101,7 +122,7 @@ class GameEnv(Env):
 
     def random_move(self) -> str:
         """A random well-formed move, as the text that goes inside ``\\boxed{}`` (not needed
-        while ``random_actions`` lists them)."""
+        while ``listed.actions`` lists them)."""
         raise NotImplementedError
 
     def instructions(self) -> str:
@@ -131,10 +152,17 @@ class GameEnv(Env):
         if not self._ready:
             raise ResetNeededError(f"Call reset() before step() on {type(self).__name__}.")
         self.turn = turn = self.turn + 1
-        answer = parse_answer(action)
-        move = self.moves_by_text.get(answer)
-        if move is None and answer is not None:
-            move = self.parse_move(answer)
+        listed = self.listed
+        try:
+            move = listed.by_action.get(action)
+        except TypeError:  # unhashable, so not text: parse_answer finds no move
+            move = None
+        if move is None:
+            answer = parse_answer(action)
+            if answer is not None:
+                move = listed.by_text.get(answer)
+                if move is None:
+                    move = self.parse_move(answer)
         if move is None:
             return (
                 f"Turn {turn}: no valid move found. Write your move in the last \\boxed{{}} "
@@ -164,7 +192,7 @@ class GameEnv(Env):
     def sample_random_action(self) -> str:
         if not self._ready:
             raise self._reset_needed("sample_random_action")
-        actions = self.random_actions
+        actions = self.listed.actions
         if actions:  # pick() inlined, from the generator behind self.rng (reset has made it)
             return actions[int(self._rng.random() * len(actions))]
         return f"\\boxed{{{self.random_move()}}}"
@@ -192,13 +220,6 @@ def parse_answer(action: str) -> str | None:
     if answer is None or len(answer) > MAX_ANSWER_CHARS:
         return None
     return answer.strip()
-
-
-def list_moves(moves: Iterable[tuple[str, T]]) -> tuple[tuple[str, ...], dict[str, T]]:
-    """``(random_actions, moves_by_text)`` for a game listing its moves, each given as its usual
-    text and the move ``parse_move`` returns for that text. Shared: do not modify."""
-    by_text = dict(moves)
-    return tuple(f"\\boxed{{{text}}}" for text in by_text), by_text
 
 
 def pick(rng: random.Random, items: Sequence[T]) -> T:

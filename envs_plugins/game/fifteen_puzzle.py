@@ -6,7 +6,7 @@ import itertools
 from functools import cache
 from operator import eq
 
-from gem_envs.game.base import GameEnv, GameSettingsError, Outcome, Reward, check_positive, list_moves, pick
+from gem_envs.game.base import GameEnv, GameSettingsError, Outcome, Reward, check_positive, ListedMoves, pick
 
 #: (num_rows, max_turns) drawn per episode by the -random variant.
 RANDOM_SETTINGS = ((2, 10), (3, 20), (4, 50))
@@ -29,7 +29,7 @@ class FifteenPuzzleEnv(GameEnv):
     """
 
     action_format = "\\boxed{up}, \\boxed{down}, \\boxed{left} or \\boxed{right}"
-    random_actions, moves_by_text = list_moves((move, move) for move in MOVES)
+    listed = ListedMoves.of((move, move) for move in MOVES)
 
     def __init__(self, num_rows: int | None = 2, max_turns: int | None = 20):
         self.random_settings = num_rows is None or max_turns is None

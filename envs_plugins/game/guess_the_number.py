@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from functools import cache
 
-from gem_envs.game.base import GameEnv, GameSettingsError, Outcome, Reward, check_positive, list_moves, random_int
+from gem_envs.game.base import GameEnv, GameSettingsError, Outcome, Reward, check_positive, ListedMoves, NO_LISTED_MOVES, random_int
 
 
 class GuessTheNumberEnv(GameEnv):
@@ -44,7 +44,7 @@ class GuessTheNumberEnv(GameEnv):
         else:
             self.max_turns = self.fixed_max_turns
         self.intro = _instructions(low, high, self.max_turns)
-        self.random_actions, self.moves_by_text = _listed_numbers(low, high)
+        self.listed = _listed_numbers(low, high)
 
     def new_game(self) -> None:
         rng = self._rng
@@ -89,11 +89,11 @@ class GuessTheNumberEnv(GameEnv):
 
 
 @cache
-def _listed_numbers(low: int, high: int) -> tuple[tuple[str, ...], dict[str, int]]:
+def _listed_numbers(low: int, high: int) -> ListedMoves[int]:
     """The guesses of a range that is short enough to list (else none)."""
     if high - low >= 10_000:
-        return (), {}
-    return list_moves((str(n), n) for n in range(low, high + 1))
+        return NO_LISTED_MOVES
+    return ListedMoves.of((str(n), n) for n in range(low, high + 1))
 
 
 @cache

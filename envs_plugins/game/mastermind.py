@@ -8,7 +8,7 @@ import re
 from functools import cache, lru_cache
 from operator import eq
 
-from gem_envs.game.base import GameEnv, GameSettingsError, Outcome, Reward, check_positive, list_moves
+from gem_envs.game.base import GameEnv, GameSettingsError, NO_LISTED_MOVES, Outcome, Reward, check_positive, ListedMoves
 
 #: (code_length, num_numbers, max_turns) drawn per episode by the -random variant.
 RANDOM_SETTINGS = ((2, 4, 10), (4, 6, 20), (4, 8, 30))
@@ -69,8 +69,7 @@ class MastermindEnv(GameEnv):
         self.digits = _digits(self.num_numbers)
         self.guesses = set()
         self.best_black = 0
-        if self.code_length <= self.num_numbers:
-            self.random_actions, self.moves_by_text = _distinct_guesses(self.num_numbers, self.code_length)
+        self.listed = _distinct_guesses(self.num_numbers, self.code_length)
 
     def instructions(self) -> str:
         return _instructions(self.code_length, self.num_numbers, self.duplicate_numbers, self.max_turns)
@@ -134,12 +133,12 @@ def _shown(guess: tuple[int, ...]) -> str:
 
 
 @cache
-def _distinct_guesses(num_numbers: int, code_length: int) -> tuple[tuple[str, ...], dict[str, tuple[int, ...]]]:
+def _distinct_guesses(num_numbers: int, code_length: int) -> ListedMoves[tuple[int, ...]]:
     """Every guess of distinct digits, listed, when there are few enough (else none)."""
-    if math.perm(num_numbers, code_length) > 5000:
-        return (), {}
+    if code_length > num_numbers or math.perm(num_numbers, code_length) > 5000:
+        return NO_LISTED_MOVES
     guesses = itertools.permutations(range(1, num_numbers + 1), code_length)
-    return list_moves((" ".join(map(str, guess)), guess) for guess in guesses)
+    return ListedMoves.of((" ".join(map(str, guess)), guess) for guess in guesses)
 
 
 def score_guess(code: tuple[int, ...], guess: tuple[int, ...]) -> tuple[int, int]:

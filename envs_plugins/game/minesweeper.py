@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from functools import cache
 
-from gem_envs.game.base import GameEnv, GameSettingsError, Outcome, Reward, check_positive, list_moves
+from gem_envs.game.base import GameEnv, GameSettingsError, Outcome, Reward, check_positive, ListedMoves
 
 _MOVE = re.compile(r"([A-Za-z]+)[\s,]+(-?\d{1,9})[\s,]+(-?\d{1,9})")
 MINE = -1
@@ -64,7 +64,7 @@ class MinesweeperEnv(GameEnv):
             self.num_mines = side * side // 5
             self.max_turns = side * side
         self._clear()
-        self.moves_by_text = _listed_cells(self.rows, self.cols)
+        self.listed = _listed_cells(self.rows, self.cols)
 
     def instructions(self) -> str:
         return (
@@ -186,11 +186,11 @@ def _row_starts(rows: int, cols: int) -> tuple[tuple[str, int], ...]:
 
 
 @cache
-def _listed_cells(rows: int, cols: int) -> dict[str, tuple[str, int, int]]:
+def _listed_cells(rows: int, cols: int) -> ListedMoves[tuple[str, int, int]]:
     """Reveal and flag moves on every cell, by their usual text (random moves are not drawn from
     this list: they flag a tenth of the time)."""
-    return list_moves((f"{command} {r} {c}", (command, r, c))
-                      for command in ("reveal", "flag") for r in range(rows) for c in range(cols))[1]
+    moves = ((f"{command} {r} {c}", (command, r, c)) for command in ("reveal", "flag") for r in range(rows) for c in range(cols))
+    return ListedMoves.of(moves, random_from_list=False)
 
 
 @cache

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from functools import cache
 
-from gem_envs.game.base import GameEnv, Outcome, Reward, check_positive, list_moves
+from gem_envs.game.base import GameEnv, Outcome, Reward, check_positive, ListedMoves
 
 #: (num_disks, max_turns) drawn per episode by the -random variant.
 RANDOM_SETTINGS = ((3, 10), (4, 20), (5, 35))
@@ -25,7 +25,7 @@ class TowerofHanoiEnv(GameEnv):
     """
 
     action_format = "\\boxed{SOURCE TARGET}, e.g. \\boxed{A C}"
-    random_actions, moves_by_text = list_moves((f"{a} {b}", (a, b)) for a in TOWERS for b in TOWERS if a != b)
+    listed = ListedMoves.of((f"{a} {b}", (a, b)) for a in TOWERS for b in TOWERS if a != b)
 
     def __init__(self, num_disks: int | None = 3, max_turns: int | None = 100):
         self.random_settings = num_disks is None or max_turns is None

@@ -7,7 +7,7 @@ from itertools import compress
 from operator import ne
 
 from gem_envs.game import words
-from gem_envs.game.base import GameEnv, Outcome, Reward, check_positive, list_moves
+from gem_envs.game.base import GameEnv, Outcome, Reward, check_positive, ListedMoves
 
 
 class WordleEnv(GameEnv):
@@ -44,7 +44,7 @@ class WordleEnv(GameEnv):
         self.secret = rng.choice(words.words_of_length(self.word_length))
         self.guesses = set()
         self.greens = [False] * self.word_length
-        self.random_actions, self.moves_by_text = _listed_words(self.word_length)
+        self.listed = _listed_words(self.word_length)
 
     def instructions(self) -> str:
         return _instructions(self.only_real_words, self.word_length, self.max_turns)
@@ -67,7 +67,7 @@ class WordleEnv(GameEnv):
         if guess in self.guesses:
             return f"Turn {self.turn}: you already guessed {guess}.", Reward.INVALID, Outcome.INVALID
         # (a listed word is from the basic list, so in the dictionary: a small, hot look-up first)
-        if self.only_real_words and guess not in self.moves_by_text and guess not in words.dictionary():
+        if self.only_real_words and guess not in self.listed.by_text and guess not in words.dictionary():
             return f"Turn {self.turn}: {guess} is not in the word list.", Reward.INVALID, Outcome.INVALID
         self.guesses.add(guess)
         marks = mark_guess(self.secret, guess)
@@ -108,8 +108,8 @@ def _spaced(word: str) -> str:
 
 
 @cache
-def _listed_words(length: int) -> tuple[tuple[str, ...], dict[str, str]]:
-    return list_moves((word, word) for word in words.words_of_length(length))
+def _listed_words(length: int) -> ListedMoves[str]:
+    return ListedMoves.of((word, word) for word in words.words_of_length(length))
 
 
 @cache
