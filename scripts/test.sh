@@ -2,7 +2,7 @@
 # Runs every test stage.
 #
 # The core stage uses the current Python environment, which must have `pip install -e ".[all,dev]"`
-# (see .ci/run); arguments go to its pytest. Each training library's adapter then runs its tests in
+# (scripts/install_test_deps.sh installs it); arguments go to its pytest. Each training library's adapter then runs its tests in
 # a virtual environment of its own, installed as the README tells users and cached outside the
 # clone (scripts/adapter_envs.py; the first run builds it, later runs reuse it).
 # ADAPTER_STAGES="verl" (or "none") selects adapter stages; the default is all of them.

@@ -1,9 +1,13 @@
 """Helpers shared by the tests."""
 
 import os
+import socket
 import subprocess
 import sys
 import textwrap
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -42,3 +46,32 @@ def fake_distribution(root: Path, name: str, plugins: dict[str, str], modules: d
     for module, source in modules.items():
         (root / f"{module}.py").write_text(textwrap.dedent(source))
     return root
+
+
+@contextmanager
+def search_server(*args: str) -> Iterator[tuple[subprocess.Popen, str]]:
+    """Run ``gem search-server ARGS`` on a free port; yield the process and its base URL once it
+    answers, and kill it afterwards."""
+    import httpx
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    process = subprocess.Popen([sys.executable, "-m", "gem_core.cli", "search-server", "--port", str(port), *args],
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                if httpx.get(f"{base}/health", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            assert process.poll() is None, process.stdout.read()
+            assert time.monotonic() < deadline, "the search server did not start"
+            time.sleep(0.1)
+        yield process, base
+    finally:
+        process.kill()
+        process.wait()

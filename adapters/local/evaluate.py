@@ -22,7 +22,7 @@ from typing import Any
 from gem_core.episodes import Episode
 from gem_core.errors import GemError
 
-from gem_adapters.local.metrics import episode_stats
+from gem_adapters.local.metrics import episode_stats, save_figure
 
 REPORT_FILE = "report.json"
 EPISODES_FILE = "episodes.jsonl"
@@ -261,12 +261,7 @@ def plot_report(reports: Sequence[EnvReport], path: Path, *, title: str = "") ->
     for ax in (left, right):
         ax.tick_params(axis="x", rotation=20)
         ax.grid(axis="y", alpha=0.3)
-    if title:
-        fig.suptitle(title)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path, title)
 
 
 def _print_report(out: Any, reports: Sequence[EnvReport], describe: str, output: Path) -> None:

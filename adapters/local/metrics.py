@@ -83,6 +83,13 @@ def plot_learning_curve(records: Sequence[dict[str, Any]], path: Path, *, title:
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     for ax in axes[-1]:
         ax.set_xlabel("step")
+    return save_figure(fig, path, title)
+
+
+def save_figure(fig: Any, path: Path, title: str = "") -> Path:
+    """Lay out, title and write a matplotlib figure as a PNG, then free it."""
+    import matplotlib.pyplot as plt
+
     if title:
         fig.suptitle(title)
     fig.tight_layout()

@@ -13,6 +13,12 @@ A game subclasses :class:`GameEnv` and implements ``new_game`` (draw a fresh puz
 
 ``task_suffix`` is cached: a game whose move changes what it shows sets ``self._suffix = None``.
 
+A game whose moves (for its current settings) form a short list may set ``listed`` to
+:class:`ListedMoves`: an action that is exactly a listed boxed move, and an answer written the
+usual way, are then looked up instead of parsed, and random actions may be drawn from the list
+instead of calling ``random_move``. Steps are hot, so this saves the calls on the common path;
+``parse_move`` still reads every other spelling.
+
 Every step's info has ``turn`` (turns taken) and ``suffix`` (the current board and what to do
 next, which observation wrappers append to the observation).
 """
@@ -20,9 +26,9 @@ next, which observation wrappers append to the observation).
 from __future__ import annotations
 
 import random
-import re
-from collections.abc import Sequence
-from typing import Any, TypeVar
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
 
 from gem_core import Env, GemError
 from gem_core.parsing import last_boxed
@@ -32,7 +38,6 @@ T = TypeVar("T")
 
 #: Box contents longer than this are not read as a move (a format error).
 MAX_ANSWER_CHARS = 200
-_SIMPLE_BOX = re.compile(r"\\boxed\{([^{}]*)\}")
 
 
 class Reward:
@@ -65,6 +70,29 @@ class ResetNeededError(GemError, RuntimeError):
     """``step`` or ``sample_random_action`` before the first ``reset``."""
 
 
+@dataclass(frozen=True)
+class ListedMoves(Generic[T]):
+    """The moves of a game's current settings: for each, the move ``parse_move`` returns, by the
+    move's usual text (``by_text``) and by that text boxed (``by_action``); and ``actions``, the
+    boxed moves that random actions are drawn from uniformly (empty: ``random_move`` makes
+    them). Shared between environments: never modified."""
+
+    by_text: Mapping[str, T] = field(default_factory=dict)
+    by_action: Mapping[str, T] = field(default_factory=dict)
+    actions: tuple[str, ...] = ()
+
+    @classmethod
+    def of(cls, moves: Iterable[tuple[str, T]], *, random_from_list: bool = True) -> ListedMoves[T]:
+        """List ``(text, move)`` pairs; ``random_from_list=False`` keeps ``random_move``."""
+        by_text = dict(moves)
+        by_action = {f"\\boxed{{{text}}}": move for text, move in by_text.items()}
+        return cls(by_text, by_action, tuple(by_action) if random_from_list else ())
+
+
+#: No listed moves: every answer goes through ``parse_move``.
+NO_LISTED_MOVES: ListedMoves[Any] = ListedMoves()
+
+
 class GameEnv(Env):
     """Base class of the language games (see the module docstring for the contract)."""
 
@@ -75,6 +103,8 @@ class GameEnv(Env):
     _ready: bool = False
     #: The cached ``task_suffix()``; a game sets it to None whenever a move changes the board.
     _suffix: str | None = None
+    #: The moves of the current settings, when the game lists them (see :class:`ListedMoves`).
+    listed: ListedMoves[Any] = NO_LISTED_MOVES
 
     # -- what a game implements ---------------------------------------------------------------
 
@@ -91,7 +121,8 @@ class GameEnv(Env):
         raise NotImplementedError
 
     def random_move(self) -> str:
-        """A random well-formed move, as the text that goes inside ``\\boxed{}``."""
+        """A random well-formed move, as the text that goes inside ``\\boxed{}`` (not needed
+        while ``listed.actions`` lists them)."""
         raise NotImplementedError
 
     def instructions(self) -> str:
@@ -109,7 +140,8 @@ class GameEnv(Env):
     # -- the turn loop ----------------------------------------------------------------------------
 
     def reset(self, seed: int | None = None, **options: Any) -> tuple[str, dict[str, Any]]:
-        super().reset(seed)
+        if seed is not None or not self._ready:  # else Env.reset has nothing to do: skip the call
+            super().reset(seed)
         self.turn = 0
         self.new_game()
         self._ready = True
@@ -120,8 +152,17 @@ class GameEnv(Env):
         if not self._ready:
             raise ResetNeededError(f"Call reset() before step() on {type(self).__name__}.")
         self.turn = turn = self.turn + 1
-        answer = parse_answer(action)
-        move = None if answer is None else self.parse_move(answer)
+        listed = self.listed
+        try:
+            move = listed.by_action.get(action)
+        except TypeError:  # unhashable, so not text: parse_answer finds no move
+            move = None
+        if move is None:
+            answer = parse_answer(action)
+            if answer is not None:
+                move = listed.by_text.get(answer)
+                if move is None:
+                    move = self.parse_move(answer)
         if move is None:
             return (
                 f"Turn {turn}: no valid move found. Write your move in the last \\boxed{{}} "
@@ -150,10 +191,14 @@ class GameEnv(Env):
 
     def sample_random_action(self) -> str:
         if not self._ready:
-            raise ResetNeededError(
-                f"Call reset() before sample_random_action() on {type(self).__name__}."
-            )
+            raise self._reset_needed("sample_random_action")
+        actions = self.listed.actions
+        if actions:  # pick() inlined, from the generator behind self.rng (reset has made it)
+            return actions[int(self._rng.random() * len(actions))]
         return f"\\boxed{{{self.random_move()}}}"
+
+    def _reset_needed(self, method: str) -> ResetNeededError:
+        return ResetNeededError(f"Call reset() before {method}() on {type(self).__name__}.")
 
 
 def parse_answer(action: str) -> str | None:
@@ -161,15 +206,15 @@ def parse_answer(action: str) -> str | None:
     :func:`gem_core.parsing.last_boxed` reads it); None if there is none or it is longer than
     :data:`MAX_ANSWER_CHARS`."""
     try:
-        start = action.rfind("\\boxed")
+        _, box, tail = action.rpartition("\\boxed{")
     except AttributeError:  # not a string
         return None
-    # Fast path for the usual answer, a last \boxed{...} with no braces inside and no \fbox
-    # after it: that box opens last and is complete, so last_boxed would return the same text.
-    if start >= 0:
-        match = _SIMPLE_BOX.match(action, start)
-        if match is not None and action.find("\\fbox", start) < 0:
-            answer = match.group(1)
+    # Fast path for the usual answer: a last \boxed{ with no \boxed or \fbox after it, closed
+    # by the first "}" with no "{" before it. That box opens last and is complete, so
+    # last_boxed would return the same text.
+    if box and "\\boxed" not in tail and "\\fbox" not in tail:
+        answer, closed, _ = tail.partition("}")
+        if closed and "{" not in answer:
             return answer.strip() if len(answer) <= MAX_ANSWER_CHARS else None
     answer = last_boxed(action)
     if answer is None or len(answer) > MAX_ANSWER_CHARS:

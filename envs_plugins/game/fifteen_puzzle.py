@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import itertools
 from functools import cache
+from operator import eq
 
-from gem_envs.game.base import GameEnv, GameSettingsError, Outcome, Reward, check_positive, pick
+from gem_envs.game.base import GameEnv, GameSettingsError, Outcome, Reward, check_positive, ListedMoves, pick
 
 #: (num_rows, max_turns) drawn per episode by the -random variant.
 RANDOM_SETTINGS = ((2, 10), (3, 20), (4, 50))
@@ -28,6 +29,7 @@ class FifteenPuzzleEnv(GameEnv):
     """
 
     action_format = "\\boxed{up}, \\boxed{down}, \\boxed{left} or \\boxed{right}"
+    listed = ListedMoves.of((move, move) for move in MOVES)
 
     def __init__(self, num_rows: int | None = 2, max_turns: int | None = 20):
         self.random_settings = num_rows is None or max_turns is None
@@ -71,35 +73,27 @@ class FifteenPuzzleEnv(GameEnv):
         return f"Here is the board:\n{self.render()}\nEnter your move."
 
     def render(self) -> str:
-        n, tiles, label = self.num_rows, self.tiles, _LABELS.__getitem__
-        return "\n".join([" ".join(map(label, tiles[i:i + n])) for i in range(0, n * n, n)])
+        return _board_template(self.num_rows) % tuple(map(_LABELS.__getitem__, self.tiles))
 
     def parse_move(self, answer: str) -> str | None:
         move = answer.lower()
         return move if move in _BLANK_STEP else None
 
     def play(self, move: str) -> tuple[str, float, Outcome]:
-        n = self.num_rows
-        row, col = divmod(self.blank, n)
-        dr, dc = _BLANK_STEP[move]
-        row, col = row + dr, col + dc
-        if not (0 <= row < n and 0 <= col < n):
+        target = _blank_targets(self.num_rows)[self.blank].get(move)
+        if target is None:
             return f"Turn {self.turn}: no tile can move {move}.", Reward.INVALID, Outcome.INVALID
-        target = row * n + col
         tiles = self.tiles
         tiles[self.blank], tiles[target] = tiles[target], 0
         self.blank = target
         self._suffix = None
-        if target == n * n - 1 and tiles == solved_tiles(n):
+        if target == len(tiles) - 1 and tiles == solved_tiles(self.num_rows):
             return f"Solved in {self.turn} turns. You win!", Reward.SUCCESS, Outcome.WON
         return f"Turn {self.turn}: you moved a tile {move}.", Reward.STEP, Outcome.ONGOING
 
     def reward_at_turn_limit(self, reward: float) -> float:
         goal = solved_tiles(self.num_rows)
-        return reward + sum(a == b for a, b in zip(self.tiles, goal)) / len(goal)
-
-    def random_move(self) -> str:
-        return pick(self.rng, MOVES)
+        return reward + sum(map(eq, self.tiles, goal)) / len(goal)
 
 
 @cache
@@ -126,6 +120,23 @@ def is_solvable(tiles: list[int], n: int) -> bool:
     row, col = divmod(tiles.index(0), n)
     distance = (n - 1 - row) + (n - 1 - col)
     return transpositions % 2 == distance % 2
+
+
+@cache
+def _blank_targets(n: int) -> tuple[dict[str, int], ...]:
+    """For each cell of the blank, where each possible move takes it."""
+    targets = []
+    for blank in range(n * n):
+        row, col = divmod(blank, n)
+        steps = ((move, row + dr, col + dc) for move, (dr, dc) in _BLANK_STEP.items())
+        targets.append({move: r * n + c for move, r, c in steps if 0 <= r < n and 0 <= c < n})
+    return tuple(targets)
+
+
+@cache
+def _board_template(n: int) -> str:
+    """The board's rows, a %s per tile."""
+    return "\n".join([" ".join(["%s"] * n)] * n)
 
 
 @cache

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from functools import cache
 
-from gem_envs.game.base import GameEnv, GameSettingsError, Outcome, Reward, check_positive, random_int
+from gem_envs.game.base import GameEnv, GameSettingsError, Outcome, Reward, check_positive, ListedMoves, NO_LISTED_MOVES, random_int
 
 
 class GuessTheNumberEnv(GameEnv):
@@ -31,25 +31,31 @@ class GuessTheNumberEnv(GameEnv):
                 )
         if max_turns is not None:
             check_positive("max_turns", max_turns)
-        self.min_number = 1 if min_number is None else min_number
-        self.max_number = 20 if max_number is None else max_number
-        self.max_turns = max_turns or 20
-        self.target = self.min_number
-        self.last_guess = self.min_number
+        self._set_range(1 if min_number is None else min_number, 20 if max_number is None else max_number)
+        self.target = self.last_guess = self.min_number
         self.guesses: set[int] = set()
 
-    def new_game(self) -> None:
-        rng = self.rng
-        if self.random_range:
-            self.min_number = rng.randint(1, 10)
-            self.max_number = rng.randint(self.min_number + 5, self.min_number + 50)
+    def _set_range(self, low: int, high: int) -> None:
+        """Set the range and what follows from it: the turn limit, the instructions and the
+        random actions (worked out once per range, not once per episode)."""
+        self.min_number, self.max_number = low, high
         if self.random_range or self.fixed_max_turns is None:
-            self.max_turns = math.ceil(math.sqrt(self.max_number - self.min_number)) + 1
+            self.max_turns = math.ceil(math.sqrt(high - low)) + 1
+        else:
+            self.max_turns = self.fixed_max_turns
+        self.intro = _instructions(low, high, self.max_turns)
+        self.listed = _listed_numbers(low, high)
+
+    def new_game(self) -> None:
+        rng = self._rng
+        if self.random_range:
+            low = rng.randint(1, 10)
+            self._set_range(low, rng.randint(low + 5, low + 50))
         self.target = random_int(rng, self.min_number, self.max_number)
         self.guesses = set()
 
     def instructions(self) -> str:
-        return _instructions(self.min_number, self.max_number, self.max_turns)
+        return self.intro
 
     def task_suffix(self) -> str:
         return "Enter your next guess."
@@ -80,6 +86,14 @@ class GuessTheNumberEnv(GameEnv):
 
     def random_move(self) -> str:
         return str(random_int(self.rng, self.min_number, self.max_number))
+
+
+@cache
+def _listed_numbers(low: int, high: int) -> ListedMoves[int]:
+    """The guesses of a range that is short enough to list (else none)."""
+    if high - low >= 10_000:
+        return NO_LISTED_MOVES
+    return ListedMoves.of((str(n), n) for n in range(low, high + 1))
 
 
 @cache

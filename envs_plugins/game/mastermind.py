@@ -5,10 +5,10 @@ from __future__ import annotations
 import itertools
 import math
 import re
-from functools import cache
+from functools import cache, lru_cache
 from operator import eq
 
-from gem_envs.game.base import GameEnv, GameSettingsError, Outcome, Reward, check_positive, pick
+from gem_envs.game.base import GameEnv, GameSettingsError, NO_LISTED_MOVES, Outcome, Reward, check_positive, ListedMoves
 
 #: (code_length, num_numbers, max_turns) drawn per episode by the -random variant.
 RANDOM_SETTINGS = ((2, 4, 10), (4, 6, 20), (4, 8, 30))
@@ -52,6 +52,7 @@ class MastermindEnv(GameEnv):
         )
         self.code: tuple[int, ...] = ()
         self.code_digits: frozenset[int] = frozenset()
+        self.digits: frozenset[int] = frozenset()
         self.guesses: set[tuple[int, ...]] = set()
         self.best_black = 0
 
@@ -65,8 +66,10 @@ class MastermindEnv(GameEnv):
         else:
             self.code = tuple(rng.sample(digits, self.code_length))
         self.code_digits = frozenset(self.code)
+        self.digits = _digits(self.num_numbers)
         self.guesses = set()
         self.best_black = 0
+        self.listed = _distinct_guesses(self.num_numbers, self.code_length)
 
     def instructions(self) -> str:
         return _instructions(self.code_length, self.num_numbers, self.duplicate_numbers, self.max_turns)
@@ -80,13 +83,13 @@ class MastermindEnv(GameEnv):
         return tuple(map(int, answer.replace(",", " ").split()))
 
     def play(self, guess: tuple[int, ...]) -> tuple[str, float, Outcome]:
-        shown = " ".join(map(str, guess))
+        shown = _shown(guess)
         if len(guess) != self.code_length:
             return (
                 f"Turn {self.turn}: your guess {shown} has {len(guess)} digits; the code has {self.code_length}.",
                 Reward.INVALID, Outcome.INVALID,
             )
-        if min(guess) < 1 or max(guess) > self.num_numbers:
+        if not self.digits.issuperset(guess):
             return (
                 f"Turn {self.turn}: your guess {shown} uses digits outside 1-{self.num_numbers}.",
                 Reward.INVALID, Outcome.INVALID,
@@ -110,23 +113,32 @@ class MastermindEnv(GameEnv):
             reward, Outcome.ONGOING,
         )
 
-    def random_move(self) -> str:
+    def random_move(self) -> str:  # random guesses are distinct digits when that is possible
+        digits = range(1, self.num_numbers + 1)
         if self.code_length <= self.num_numbers:
-            guesses = _distinct_guesses(self.num_numbers, self.code_length)
-            if guesses:
-                return pick(self.rng, guesses)
-            guess = self.rng.sample(range(1, self.num_numbers + 1), self.code_length)
+            guess = self.rng.sample(digits, self.code_length)
         else:
-            guess = self.rng.choices(range(1, self.num_numbers + 1), k=self.code_length)
+            guess = self.rng.choices(digits, k=self.code_length)
         return " ".join(map(str, guess))
 
 
 @cache
-def _distinct_guesses(num_numbers: int, code_length: int) -> tuple[str, ...]:
-    """Every guess of distinct digits, as text, when there are few enough to list (else empty)."""
-    if math.perm(num_numbers, code_length) > 5000:
-        return ()
-    return tuple(" ".join(map(str, p)) for p in itertools.permutations(range(1, num_numbers + 1), code_length))
+def _digits(num_numbers: int) -> frozenset[int]:
+    return frozenset(range(1, num_numbers + 1))
+
+
+@lru_cache(maxsize=8192)
+def _shown(guess: tuple[int, ...]) -> str:
+    return " ".join(map(str, guess))
+
+
+@cache
+def _distinct_guesses(num_numbers: int, code_length: int) -> ListedMoves[tuple[int, ...]]:
+    """Every guess of distinct digits, listed, when there are few enough (else none)."""
+    if code_length > num_numbers or math.perm(num_numbers, code_length) > 5000:
+        return NO_LISTED_MOVES
+    guesses = itertools.permutations(range(1, num_numbers + 1), code_length)
+    return ListedMoves.of((" ".join(map(str, guess)), guess) for guess in guesses)
 
 
 def score_guess(code: tuple[int, ...], guess: tuple[int, ...]) -> tuple[int, int]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from functools import cache
 
-from gem_envs.game.base import GameEnv, GameSettingsError, Outcome, Reward, check_positive
+from gem_envs.game.base import GameEnv, GameSettingsError, Outcome, Reward, check_positive, ListedMoves
 
 _MOVE = re.compile(r"([A-Za-z]+)[\s,]+(-?\d{1,9})[\s,]+(-?\d{1,9})")
 MINE = -1
@@ -64,6 +64,7 @@ class MinesweeperEnv(GameEnv):
             self.num_mines = side * side // 5
             self.max_turns = side * side
         self._clear()
+        self.listed = _listed_cells(self.rows, self.cols)
 
     def instructions(self) -> str:
         return (
@@ -83,10 +84,9 @@ class MinesweeperEnv(GameEnv):
 
     def render(self) -> str:
         cols, shown = self.cols, self.shown
-        lines = [_header(cols)]
-        for r in range(self.rows):
-            lines.append(f"{r:>2} " + " ".join(shown[r * cols:(r + 1) * cols]))
-        return "\n".join(lines)
+        return "\n".join([_header(cols), *[
+            label + " ".join(shown[start:start + cols]) for label, start in _row_starts(self.rows, cols)
+        ]])
 
     def parse_move(self, answer: str) -> tuple[str, int, int] | None:
         match = _MOVE.fullmatch(answer)
@@ -177,6 +177,20 @@ class MinesweeperEnv(GameEnv):
 
 
 _DIGITS = tuple(f"{d:>2}" for d in range(9))
+
+
+@cache
+def _row_starts(rows: int, cols: int) -> tuple[tuple[str, int], ...]:
+    """Each row's label and the index of its first cell."""
+    return tuple((f"{r:>2} ", r * cols) for r in range(rows))
+
+
+@cache
+def _listed_cells(rows: int, cols: int) -> ListedMoves[tuple[str, int, int]]:
+    """Reveal and flag moves on every cell, by their usual text (random moves are not drawn from
+    this list: they flag a tenth of the time)."""
+    moves = ((f"{command} {r} {c}", (command, r, c)) for command in ("reveal", "flag") for r in range(rows) for c in range(cols))
+    return ListedMoves.of(moves, random_from_list=False)
 
 
 @cache

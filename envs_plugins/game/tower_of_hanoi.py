@@ -5,12 +5,11 @@ from __future__ import annotations
 import re
 from functools import cache
 
-from gem_envs.game.base import GameEnv, Outcome, Reward, check_positive, pick
+from gem_envs.game.base import GameEnv, Outcome, Reward, check_positive, ListedMoves
 
 #: (num_disks, max_turns) drawn per episode by the -random variant.
 RANDOM_SETTINGS = ((3, 10), (4, 20), (5, 35))
 TOWERS = "ABC"
-_PAIRS = tuple(f"{a} {b}" for a in TOWERS for b in TOWERS if a != b)
 
 _MOVE = re.compile(r"([ABC])\s*(?:,|->|to|\s)\s*([ABC])|([ABC])([ABC])", re.IGNORECASE)
 
@@ -26,6 +25,7 @@ class TowerofHanoiEnv(GameEnv):
     """
 
     action_format = "\\boxed{SOURCE TARGET}, e.g. \\boxed{A C}"
+    listed = ListedMoves.of((f"{a} {b}", (a, b)) for a in TOWERS for b in TOWERS if a != b)
 
     def __init__(self, num_disks: int | None = 3, max_turns: int | None = 100):
         self.random_settings = num_disks is None or max_turns is None
@@ -79,9 +79,6 @@ class TowerofHanoiEnv(GameEnv):
 
     def reward_at_turn_limit(self, reward: float) -> float:
         return len(self.towers["C"]) / self.num_disks
-
-    def random_move(self) -> str:
-        return pick(self.rng, _PAIRS)
 
 
 @cache

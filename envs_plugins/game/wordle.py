@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from functools import cache
+from functools import cache, lru_cache
+from itertools import compress
+from operator import ne
 
 from gem_envs.game import words
-from gem_envs.game.base import GameEnv, Outcome, Reward, check_positive, pick
+from gem_envs.game.base import GameEnv, Outcome, Reward, check_positive, ListedMoves
 
 
 class WordleEnv(GameEnv):
@@ -42,6 +44,7 @@ class WordleEnv(GameEnv):
         self.secret = rng.choice(words.words_of_length(self.word_length))
         self.guesses = set()
         self.greens = [False] * self.word_length
+        self.listed = _listed_words(self.word_length)
 
     def instructions(self) -> str:
         return _instructions(self.only_real_words, self.word_length, self.max_turns)
@@ -63,38 +66,50 @@ class WordleEnv(GameEnv):
             )
         if guess in self.guesses:
             return f"Turn {self.turn}: you already guessed {guess}.", Reward.INVALID, Outcome.INVALID
-        if self.only_real_words and guess not in words.dictionary():
+        # (a listed word is from the basic list, so in the dictionary: a small, hot look-up first)
+        if self.only_real_words and guess not in self.listed.by_text and guess not in words.dictionary():
             return f"Turn {self.turn}: {guess} is not in the word list.", Reward.INVALID, Outcome.INVALID
         self.guesses.add(guess)
         marks = mark_guess(self.secret, guess)
         greens = self.greens
         new_greens = 0
-        for i, mark in enumerate(marks):
-            if mark == "G" and not greens[i]:
-                greens[i] = True
-                new_greens += 1
+        if "G" in marks:
+            for i, mark in enumerate(marks):
+                if mark == "G" and not greens[i]:
+                    greens[i] = True
+                    new_greens += 1
         reward = 0.5 * new_greens / self.word_length
         if guess == self.secret:
             return f"Correct! The word was {self.secret}; you found it in {self.turn} turns.", reward + 0.5, Outcome.WON
         return (
-            f"Turn {self.turn}: you guessed {guess}.\n{' '.join(guess)}\n{' '.join(marks)}",
+            f"Turn {self.turn}: you guessed {guess}.\n{_spaced(guess)}\n{' '.join(marks)}",
             reward, Outcome.ONGOING,
         )
-
-    def random_move(self) -> str:
-        return pick(self.rng, words.words_of_length(self.word_length))
 
 
 def mark_guess(secret: str, guess: str) -> list[str]:
     """Wordle marks for ``guess``: G, Y or X per letter (duplicates are matched once each)."""
-    marks = ["G" if s == g else "X" for s, g in zip(secret, guess)]
-    if "X" in marks:
-        unmatched = [s for s, m in zip(secret, marks) if m == "X"]
-        for i, g in enumerate(guess):
-            if marks[i] == "X" and g in unmatched:
-                marks[i] = "Y"
-                unmatched.remove(g)
+    unmatched = "".join(compress(secret, map(ne, secret, guess)))  # secret letters left for Y
+    marks = []
+    for s, g in zip(secret, guess):
+        if s == g:
+            marks.append("G")
+        elif g in unmatched:
+            unmatched = unmatched.replace(g, "", 1)
+            marks.append("Y")
+        else:
+            marks.append("X")
     return marks
+
+
+@lru_cache(maxsize=8192)
+def _spaced(word: str) -> str:
+    return " ".join(word)
+
+
+@cache
+def _listed_words(length: int) -> ListedMoves[str]:
+    return ListedMoves.of((word, word) for word in words.words_of_length(length))
 
 
 @cache

@@ -9,6 +9,8 @@ import pytest
 import gem_core
 from gem_core.errors import GemError
 
+from tests.helpers import search_server
+
 from .conftest import FIXTURES
 
 
@@ -84,37 +86,11 @@ def test_search_variants_of_hub_datasets_need_a_retrieval_server(monkeypatch):
 @pytest.fixture
 def almanac_server(monkeypatch):
     """``gem search-server`` over the Almanac's corpus, on a free local port, as SEARCH_URL."""
-    import socket
-    import subprocess
-    import sys
-    import time
-
-    import httpx
-
     from gem_envs.qa.almanac import CORPUS
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    server = subprocess.Popen([sys.executable, "-m", "gem_core.cli", "search-server", "--corpus", str(CORPUS),
-                               "--port", str(port)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if httpx.get(f"{base}/health", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            assert server.poll() is None, server.stdout.read()
-            assert time.monotonic() < deadline, "the search server did not start"
-            time.sleep(0.1)
+    with search_server("--corpus", str(CORPUS)) as (_, base):
         monkeypatch.setenv("SEARCH_URL", f"{base}/retrieve")
         yield
-    finally:
-        server.kill()
-        server.wait()
 
 
 def test_search_variant_of_a_hub_dataset_through_a_retrieval_server(almanac_server):

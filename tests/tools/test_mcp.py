@@ -13,7 +13,6 @@ import threading
 import time
 from pathlib import Path
 
-import httpx
 import pytest
 
 import gem_core

@@ -6,7 +6,6 @@ import json
 import socket
 import subprocess
 import sys
-import time
 
 import httpx
 import msgspec
@@ -15,6 +14,8 @@ import pytest
 from gem_core.errors import DataNotFoundError
 from gem_core.tools import SAMPLE_CORPUS, Bm25Index, Passage, SearchTool, ToolConfigError, load_corpus
 from gem_core.tools.retrieval import CorpusError
+
+from tests.helpers import search_server
 
 from .conftest import FIXTURE_PIDS
 
@@ -115,29 +116,12 @@ def test_unreachable_server_is_a_failed_call():
 
 @pytest.fixture(scope="module")
 def server_url():
-    port = _free_port()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "gem_core.cli", "search-server", "--port", str(port), "--topk", "2"],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-    )
-    FIXTURE_PIDS.add(process.pid)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if httpx.get(f"{base}/health", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            assert process.poll() is None, process.stdout.read()
-            assert time.monotonic() < deadline, "the search server did not start"
-            time.sleep(0.1)
-        yield f"{base}/retrieve"
-    finally:
-        process.kill()
-        process.wait()
-        FIXTURE_PIDS.discard(process.pid)
+    with search_server("--topk", "2") as (process, base):
+        FIXTURE_PIDS.add(process.pid)
+        try:
+            yield f"{base}/retrieve"
+        finally:
+            FIXTURE_PIDS.discard(process.pid)
 
 
 def test_server_reports_health(server_url):
