@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import re
+from functools import cache
 
 from gem_envs.game.base import GameEnv, GameSettingsError, Outcome, Reward, check_positive
 from gem_envs.game.sudoku_puzzles import make_puzzle
@@ -67,22 +68,7 @@ class SudokuEnv(GameEnv):
         return f"Here is the grid:\n{self.render()}\nEnter your move."
 
     def render(self) -> str:
-        n = self.scale
-        b = math.isqrt(n)
-        header = "    " + " | ".join(
-            " ".join(f"C{c + 1}" for c in range(start, start + b)) for start in range(0, n, b)
-        )
-        rule = "    " + "-" * (len(header) - 4)
-        lines = [header]
-        for r in range(n):
-            if r and r % b == 0:
-                lines.append(rule)
-            row = self.board[r * n:(r + 1) * n]
-            cells = " | ".join(
-                " ".join(f" {v or '.'}" for v in row[start:start + b]) for start in range(0, n, b)
-            )
-            lines.append(f"R{r + 1:<2} {cells}")
-        return "\n".join(lines)
+        return _grid_template(self.scale) % tuple(map(_CELLS.__getitem__, self.board))
 
     def parse_move(self, answer: str) -> tuple[int, int, int] | None:
         match = _MOVE.fullmatch(answer)
@@ -135,3 +121,23 @@ class SudokuEnv(GameEnv):
             empty = [i for i, v in enumerate(board) if not v] or list(range(n * n))
             i = empty[int(uniform() * len(empty))]
         return f"{i // n + 1} {i % n + 1} {1 + int(uniform() * n)}"
+
+
+#: How a cell shows, by its digit (0: empty).
+_CELLS = tuple(f" {d or '.'}" for d in range(10)) + tuple(f" {d}" for d in range(10, 100))
+
+
+@cache
+def _grid_template(n: int) -> str:
+    """The grid of an ``n`` x ``n`` Sudoku with column and row labels, a ``%s`` per cell."""
+    b = math.isqrt(n)
+    header = "    " + " | ".join(
+        " ".join(f"C{c + 1}" for c in range(start, start + b)) for start in range(0, n, b)
+    )
+    row_cells = " | ".join(" ".join(["%s"] * b) for _ in range(0, n, b))
+    lines = [header.replace("%", "%%")]
+    for r in range(n):
+        if r and r % b == 0:
+            lines.append("    " + "-" * (len(header) - 4))
+        lines.append(f"R{r + 1:<2} {row_cells}")
+    return "\n".join(lines)
