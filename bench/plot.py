@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 from bench import reference
@@ -28,11 +29,12 @@ def write_speedup_chart(path: Path, summaries: list[WorkloadSummary], *, machine
             notes.append(s.status)
 
     known = [v for v in speedups if v]
-    span = max([2.0, *(max(v, 1 / v) for v in known)]) ** 1.25  # symmetric about 1x, room for labels
+    low = min([0.5, *known]) / 1.5
+    high = max([2.0, *known]) * 3  # room for the labels
     figure = Figure(figsize=(9, 1.2 + 0.45 * max(len(labels), 1)), layout="constrained")
     axes = figure.add_subplot()
     axes.set_xscale("log")
-    axes.set_xlim(1 / span, span)
+    axes.set_xlim(low, high)
     positions = range(len(labels))
     for y, value, note in zip(positions, speedups, notes):
         if value:
@@ -42,7 +44,8 @@ def write_speedup_chart(path: Path, summaries: list[WorkloadSummary], *, machine
         else:
             axes.text(1.1, y, note or "no figure", va="center", ha="left", fontsize=9, color="gray")
     axes.axvline(1, color="black", linewidth=1)
-    axes.xaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    decades = math.log10(high / low)
+    axes.xaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0) if decades <= 3 else (1.0,)))
     axes.xaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}x"))
     axes.xaxis.set_minor_formatter(NullFormatter())
     axes.set_yticks(list(positions), labels)
