@@ -38,7 +38,12 @@ def plugins(as_json: bool, verbose: bool) -> None:
         if verbose:
             registered = "\n".join(f"{kind}: {', '.join(names)}" for kind, names in r.registered.items() if names)
         else:
-            registered = ", ".join(f"{len(names)} {kind}" for kind, names in r.registered.items() if names)
+            registered = ", ".join(_count(len(names), kind) for kind, names in r.registered.items() if names)
         status = Text("ok", style="green") if r.ok else Text("\n".join(r.errors), style="red")
         table.add_row(r.name, r.origin, registered or "-", status)
     output.console().print(table)
+
+
+def _count(number: int, kinds: str) -> str:
+    """``"3 envs"``, ``"1 env"``: the kind's name is plural, as the registries are named."""
+    return f"{number} {kinds[:-1] if number == 1 and kinds.endswith('s') else kinds}"

@@ -121,6 +121,8 @@ def test_gem_plugins_command_reports_failures_without_traceback(tmp_path):
     assert "Traceback" not in result.stdout + result.stderr
     for text in ("good", "broken", "raiser", "cannot even be imported", "boom while registering"):
         assert text in result.stdout
+    good_row = next(line for line in result.stdout.splitlines() if " good " in line)
+    assert "1 env," in good_row and "1 estimator " in good_row  # counts of one are singular
     listing = json.loads(gem_command("plugins", "--json", path=[site]).stdout)
     good = next(r for r in listing if r["name"] == "good")
     assert good["registered"]["envs"] == ["thirdparty:Guess-v0"]
