@@ -24,6 +24,20 @@ def run_python(code: str, *, env: dict | None = None, path: list[Path] = (), tim
     )
 
 
+def make_without(module: str, env_id: str) -> subprocess.CompletedProcess:
+    """Make ``env_id`` in a fresh interpreter where ``module`` cannot be imported (as if it were not
+    installed); stdout holds the ``MissingDependencyError`` message, if one was raised."""
+    return run_python(f"""
+        import sys
+        sys.modules[{module!r}] = None
+        import gem_core
+        try:
+            gem_core.make({env_id!r})
+        except gem_core.MissingDependencyError as e:
+            print(e)
+    """)
+
+
 def gem_command(*args: str, env: dict | None = None, input: str | None = None, path: list[Path] = ()) -> subprocess.CompletedProcess:
     """Run the ``gem`` command in a fresh process."""
     full_env = {**os.environ, **(env or {})}

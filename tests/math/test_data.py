@@ -8,7 +8,7 @@ import gem_core
 from gem_core.errors import DataNotFoundError, GemError
 from gem_envs.math.data import load_problems
 from gem_envs.math.plugin import EVALUATION_DATASET, EVALUATION_SETS, TRAINING_SETS
-from tests.helpers import REPO, run_python
+from tests.helpers import REPO, make_without, run_python
 
 FIXTURES = REPO / "tests" / "fixtures" / "math"
 DATASET_IDS = {env_id: dataset for env_id, (dataset, _) in TRAINING_SETS.items()}
@@ -110,13 +110,5 @@ def test_loaded_tables_are_shared_between_environments():
 
 
 def test_without_the_extra_make_names_the_install_command():
-    done = run_python("""
-        import sys
-        sys.modules["datasets"] = None  # as if it were not installed
-        import gem_core
-        try:
-            gem_core.make("math:GSM8K")
-        except gem_core.MissingDependencyError as e:
-            print(e)
-    """)
+    done = make_without("datasets", "math:GSM8K")
     assert "pip install 'gem-adapters[envs]'" in done.stdout, done.stderr

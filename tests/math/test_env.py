@@ -7,7 +7,7 @@ import pytest
 import gem_core
 from gem_core.errors import GemError
 from gem_envs.math.plugin import GENERATED_SETS
-from tests.helpers import run_python
+from tests.helpers import make_without
 
 ROWS = [{"problem": f"What is {i} + {i}?", "answer": str(2 * i)} for i in range(20)]
 
@@ -135,13 +135,5 @@ def test_generated_problems_take_reasoning_gym_options():
 
 
 def test_without_math_verify_make_names_the_install_command():
-    done = run_python("""
-        import sys
-        sys.modules["math_verify"] = None  # as if it were not installed
-        import gem_core
-        try:
-            gem_core.make("math:Arithmetic-v0")
-        except gem_core.MissingDependencyError as e:
-            print(e)
-    """)
+    done = make_without("math_verify", "math:Arithmetic-v0")
     assert "pip install 'gem-adapters[envs]'" in done.stdout, done.stderr

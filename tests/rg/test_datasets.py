@@ -4,7 +4,7 @@ import pytest
 
 import gem_core
 from gem_envs.rg.datasets import MIX, dataset_categories, installed_categories
-from tests.helpers import run_python
+from tests.helpers import make_without, run_python
 from tests.rg.solutions import CONFIGS, right_answer, wrong_answer
 
 NAMES = sorted(dataset_categories())
@@ -33,15 +33,7 @@ def test_listing_the_ids_does_not_import_reasoning_gym():
 
 
 def test_without_the_extra_make_names_the_install_command():
-    done = run_python("""
-        import sys
-        sys.modules["reasoning_gym"] = None  # as if it were not installed
-        import gem_core
-        try:
-            gem_core.make("rg:leg_counting")
-        except gem_core.MissingDependencyError as e:
-            print(e)
-    """)
+    done = make_without("reasoning_gym", "rg:leg_counting")
     assert "pip install 'gem-adapters[envs]'" in done.stdout, done.stderr
 
 
