@@ -150,7 +150,7 @@ class GameEnv(Env):
 
     def step(self, action: str) -> StepResult:
         if not self._ready:
-            raise ResetNeededError(f"Call reset() before step() on {type(self).__name__}.")
+            raise self._reset_needed("step")
         self.turn = turn = self.turn + 1
         listed = self.listed
         try:
