@@ -14,29 +14,33 @@ Protocol. Each job is one line of standard input: base64 of a ``marshal``-ed dic
              | {"kind": "assert", "entry_point": str, "candidate": str,
                 "preamble": str, "setup": str, "test": str}]}
 
-For each job, standard output carries JSON lines: ``{"started": true}`` at once, then, when the
-job ends, one line per finished test, ``{"i", "status", "seconds", "exit_code", "output", "report"}``, then
+For each job, standard output carries JSON lines, all written at once when the job ends: one per
+finished test, ``{"i", "status", "seconds", "exit_code", "output", "report"}``, then
 ``{"done": true}``. ``status`` is what the harness saw (``exited``, ``timeout``,
 ``output_limit`` or ``signal``); ``output`` is a stdio test's standard output; ``report`` is the
 JSON text the child wrote about its own run (its outcome, an error message, a call's return
-value), which the runner parses and trusts no more than the program.
+value), which the runner parses and trusts no more than the program. Run once (without
+``--serve``), the harness first writes ``{"started": true}``: from there on, whatever goes wrong
+is the program's doing.
 
 With ``--serve`` (a warm sandbox, see :mod:`gem_envs.code.pool`) the harness first writes
 ``{"ready": true}``, then runs jobs until standard input closes; with ``kill_strays`` it kills
 whatever a test left running, even in a session of its own, and empties its working directory
 after each job, so that one submission cannot touch the next.
 
-Design. The harness compiles the program once and imports the modules listed in ``imports``
-(those the program imports) once; then it forks a child that runs the tests one after another,
-each with its own standard input and output (memory files) and a fresh namespace, and reports
-after each. The harness watches the clock: a test that overruns its time limit has its child (and
-everything the child started) killed with SIGKILL, which no program can catch, and the tests after
-it continue in a new child; so do the tests after one that crashed the child or ended it with
-``os._exit``. The harness itself never runs submitted code nor parses what children write.
-Expected outputs of stdio and call tests never enter the sandbox, so a submission cannot read
-them; assert tests carry their expectations in their code, which a determined submission could
-subvert, as with the original HumanEval harness. With ``protect`` the harness makes itself
-non-dumpable, so that children (which lose the result channel) cannot reach it through /proc.
+Design. The harness compiles the program once and imports the modules listed in ``imports`` (those
+the program imports) once; then it forks a child that closes every descriptor but its own and runs
+the tests one after another, each with its own standard input and output (memory files) and a
+fresh namespace, and reports after each. A child runs at most ``WINDOW`` tests, so that the files
+open at once stay within the sandbox's limit; the next ones go to a new child. The harness watches
+the clock: a test that overruns its time limit has its child (and everything the child started)
+killed with SIGKILL, which no program can catch, and the tests after it continue in a new child;
+so do the tests after one that crashed the child or ended it with ``os._exit``. The harness itself
+never runs submitted code nor parses what children write. Expected outputs of stdio and call tests
+never enter the sandbox, so a submission cannot read them; assert tests carry their expectations
+in their code, which a determined submission could subvert, as with the original HumanEval
+harness. With ``protect`` the harness makes itself non-dumpable, so that children (which lose the
+result channel) cannot reach it through /proc.
 """
 
 import _json
@@ -51,6 +55,7 @@ import time
 
 REPORT_LIMIT = 1 << 16  # bytes a child may write about its run
 ERROR_TAIL = 2000  # characters of an error message kept
+WINDOW = 64  # tests one child runs at most (each holds up to three files open)
 SIGKILL, SIGXFSZ = _signal.SIGKILL, _signal.SIGXFSZ
 quote = _json.encode_basestring_ascii
 
@@ -60,7 +65,7 @@ def main():
     null_fd = os.open(os.devnull, os.O_RDWR)
     os.dup2(null_fd, 1)  # anything else printed (by an import, say) goes nowhere
     serve = "--serve" in sys.argv
-    protected = False
+    protected, imported = False, set()
     if serve:
         protected = protect_from_children()
         emit(result_fd, {"ready": True})
@@ -68,8 +73,12 @@ def main():
         job = marshal.loads(binascii.a2b_base64(line))
         if job.get("protect") and not protected:
             protected = protect_from_children()
-        emit(result_fd, {"started": True})  # from here on, whatever goes wrong is the program's doing
-        emit(result_fd, list(run_job(job, null_fd, result_fd)))  # one write: one wake-up for the reader
+        if not serve:
+            emit(result_fd, {"started": True})  # from here on, whatever goes wrong is the program's doing
+        preimport(job, imported)
+        run = Run(job, null_fd)
+        emit(result_fd, run.tests() + [{"done": True}])  # one write: one wake-up for the reader
+        run.close()  # after the results: the reader need not wait for the children to be reaped
         if not serve:
             break
         if job.get("kill_strays"):
@@ -94,50 +103,83 @@ def emit(fd, records):
                 text = repr(value)
             parts.append(quote(key) + ": " + text)
         lines.append("{" + ", ".join(parts) + "}\n")
-    data = "".join(lines).encode()
+    data = memoryview("".join(lines).encode())
     while data:
         data = data[os.write(fd, data):]
 
 
-def run_job(job, null_fd, result_fd):
-    tests = job["tests"]
-    try:
-        program = compile(job["prelude"] + job["program"], "solution.py", "exec")
-    except (SyntaxError, ValueError) as e:
-        message = describe(e)
-        for i in range(len(tests)):
-            yield {"i": i, "status": "exited", "seconds": 0.0, "output": None,
-                   "report": '{"status": "error", "error": ' + quote(message) + "}"}
-        yield {"done": True}
-        return
-    preimport(job["imports"])
-    if any(test["kind"] == "call" for test in tests):
-        import json  # noqa: F401 - the children encode return values with it
-    limits = child_limits(job, tests)
-    files = [test_files(test, null_fd) for test in tests]
-    notify_r, notify_w = os.pipe()
-    deadline = time.monotonic() + job["total_timeout"]
-    first = 0
-    try:
+class Run:
+    """One job: its tests run in children, at most ``WINDOW`` per child, until each has a record
+    or the total time runs out."""
+
+    def __init__(self, job, null_fd):
+        self.job, self.null_fd = job, null_fd
+        self.notify_r, self.notify_w = notify_pipe()
+        self.children = []
+
+    def tests(self):
+        """The records of the tests that ran, in order."""
+        job, tests = self.job, self.job["tests"]
+        try:
+            program = compile(job["prelude"] + job["program"], "solution.py", "exec")
+        except (SyntaxError, ValueError) as e:
+            report = outcome("error", describe(e))
+            return [{"i": i, "status": "exited", "seconds": 0.0, "exit_code": None, "output": None, "report": report}
+                    for i in range(len(tests))]
+        deadline = time.monotonic() + job["total_timeout"]
+        records, first = [], 0
         while first < len(tests) and time.monotonic() < deadline:
-            pid = os.fork()
-            if pid == 0:  # the child: runs tests from `first` on, never returns
-                os.close(result_fd)
-                os.close(notify_r)
-                child(program, tests, files, first, notify_w, null_fd, limits)
+            files = [output_files(test, self.null_fd) for test in tests[first:first + WINDOW]]
+            pid = self.fork(program, first, files)
             try:
-                os.setpgid(pid, pid)
-            except OSError:
-                pass  # the child already did it, or already exited
-            for record in watch(pid, tests, files, first, notify_r, job["per_test_timeout"], deadline):
-                first = record["i"] + 1
-                yield record
-            if job.get("kill_strays"):
-                kill_strays()  # processes a test started in a session of their own
-    finally:
-        for fd in {notify_r, notify_w, *(fd for triple in files for fd in triple)} - {null_fd}:
-            os.close(fd)
-    yield {"done": True}
+                finished = watch(pid, tests, files, first, self.notify_r, job["per_test_timeout"], deadline, records)
+            finally:
+                close_files(files, self.null_fd)
+            if not finished:
+                if job.get("kill_strays"):
+                    kill_strays()  # processes a test started in a session of their own
+                read_available(self.notify_r)  # what a stopped child wrote is not the next one's
+            first = records[-1]["i"] + 1
+        return records
+
+    def fork(self, program, first, files):
+        pid = os.fork()
+        if pid == 0:  # the child: runs its tests, never returns
+            try:
+                keep_only_fds(self.null_fd, self.notify_w, *(fd for pair in files for fd in pair))
+                run_child(program, self.job, first, files, self.notify_w, self.null_fd)
+            finally:
+                os._exit(1)
+        try:
+            os.setpgid(pid, pid)
+        except OSError:
+            pass  # the child already did it, or already exited
+        self.children.append(pid)
+        return pid
+
+    def close(self):
+        """Stop the children and what they started (those that ran all their tests are exiting)."""
+        for pid in self.children:
+            stop(pid)
+        os.close(self.notify_r)
+        os.close(self.notify_w)
+
+
+def notify_pipe():
+    """The pipe children report finished tests through; the harness's end does not block."""
+    read_fd, write_fd = os.pipe()
+    os.set_blocking(read_fd, False)
+    return read_fd, write_fd
+
+
+def keep_only_fds(*fds):
+    """Close every descriptor from 3 on but ``fds``: a child holds nothing of another job's."""
+    low = 3
+    for fd in sorted(set(fds)):
+        if fd >= low:
+            os.closerange(low, fd)
+            low = fd + 1
+    os.closerange(low, resource.getrlimit(resource.RLIMIT_NOFILE)[0])
 
 
 def protect_from_children():
@@ -151,9 +193,15 @@ def protect_from_children():
         return False
 
 
-def preimport(names):
-    """Import, in the harness, the modules the program imports, so that children inherit them."""
-    for name in names:
+def preimport(job, imported):
+    """Import, in the harness, the modules the program imports, so that children inherit them
+    (each name is tried once: a module that fails to import is not tried again)."""
+    names = list(job["imports"])
+    if any(test["kind"] == "call" for test in job["tests"]):
+        names.append("json")  # the children encode return values with it
+    new = [name for name in names if name not in imported]
+    for name in new:
+        imported.add(name)
         try:
             __import__(name)
         except BaseException:
@@ -189,64 +237,74 @@ def clean_directory(path):
                 pass
 
 
-def child_limits(job, tests):
-    """Resource limits of a child: file size (outputs), core dumps, CPU time, address space."""
-    largest = max([REPORT_LIMIT] + [int(t.get("max_output", 0)) + 1 for t in tests if t["kind"] == "stdio"])
-    limits = [(resource.RLIMIT_FSIZE, largest), (resource.RLIMIT_CORE, 0),
-              (resource.RLIMIT_CPU, int(job["total_timeout"]) + 2)]
-    if job.get("memory_mb"):
-        limits.append((resource.RLIMIT_AS, int(job["memory_mb"]) << 20))
-    return limits
+def output_files(test, null_fd):
+    """Where a test's standard output and its report go, as (fd, fd)."""
+    return make_file("stdout") if test["kind"] == "stdio" else null_fd, make_file("report")
 
 
-def test_files(test, null_fd):
-    """A test's standard input, standard output and report, as (fd, fd, fd)."""
-    if test["kind"] == "stdio":
-        data = test["input"].encode("utf-8", "surrogateescape")
-        return make_file("stdin", data), make_file("stdout"), make_file("report")
-    return null_fd, null_fd, make_file("report")
+def close_files(files, null_fd):
+    for pair in files:
+        for fd in pair:
+            if fd != null_fd:
+                os.close(fd)
 
 
-def watch(pid, tests, files, first, notify_r, per_test_timeout, deadline):
-    """Yield a record for each test the child finishes, in order, until it exits, is killed at a
-    time limit (that test timed out), or has run every test."""
+def watch(pid, tests, files, first, notify_r, per_test_timeout, deadline, records):
+    """Append a record for each test the child finishes, in order, until it exits, is killed at a
+    time limit (that test timed out), or has run its tests (``files`` holds theirs): then True."""
+    end = first + len(files)
     pidfd = os.pidfd_open(pid) if hasattr(os, "pidfd_open") else None
     poller = select.poll()
     poller.register(notify_r, select.POLLIN)
     if pidfd is not None:
         poller.register(pidfd, select.POLLIN)
     current, started, pending = first, time.monotonic(), b""
+
+    def take(data):
+        """Collect the tests ``data`` says are finished ("<i>\n" after each; anything else is
+        ignored); True once all of them are."""
+        nonlocal current, started, pending
+        *lines, pending = (pending + data)[-4096:].split(b"\n")
+        for line in lines:
+            if current < end and line == str(current).encode():
+                now = time.monotonic()
+                records.append(collect(current, tests[current], files[current - first], now - started, 0))
+                current, started = current + 1, now
+        return current >= end
+
     try:
-        while current < len(tests):
+        while True:
             limit = min(started + per_test_timeout, deadline)
             wait = limit - time.monotonic()
             events = dict(poller.poll(max(0, int(wait * 1000) + 1))) if wait > 0 else {}
-            if notify_r in events:  # "<i>\n" after each finished test; anything else is ignored
-                pending = (pending + os.read(notify_r, 4096))[-4096:]
-                *lines, pending = pending.split(b"\n")
-                for line in lines:
-                    if current < len(tests) and line == str(current).encode():
-                        now = time.monotonic()
-                        yield collect(current, tests[current], files[current], now - started, 0)
-                        current, started = current + 1, now
-                if current >= len(tests):
-                    return
+            if notify_r in events and take(read_available(notify_r)):
+                return True
             done, status = os.waitpid(pid, os.WNOHANG)
-            if done:  # the child ended before finishing `current`
+            if done:  # the child ended: what it wrote before is all in the pipe
+                if take(read_available(notify_r)):
+                    return True
                 status = os.waitstatus_to_exitcode(status)
-                yield collect(current, tests[current], files[current], time.monotonic() - started, status)
-                return
+                seconds = time.monotonic() - started
+                records.append(collect(current, tests[current], files[current - first], seconds, status))
+                return False
             if time.monotonic() >= limit:
                 stop(pid)
-                yield {"i": current, "status": "timeout", "seconds": round(time.monotonic() - started, 6),
-                       "exit_code": None, "output": None, "report": ""}
-                return
+                records.append({"i": current, "status": "timeout", "seconds": round(time.monotonic() - started, 6),
+                                "exit_code": None, "output": None, "report": ""})
+                return False
             if pidfd is None:
                 time.sleep(0.001)
     finally:
         if pidfd is not None:
             os.close(pidfd)
-        stop(pid)
+
+
+def read_available(fd):
+    """What a non-blocking pipe holds now (at most 64 KiB)."""
+    try:
+        return os.read(fd, 1 << 16)
+    except BlockingIOError:
+        return b""
 
 
 def stop(pid):
@@ -262,7 +320,7 @@ def stop(pid):
 def collect(i, test, files, seconds, status):
     """The record of test ``i``: what the child wrote, and how it ended (``status``: 0 when it
     finished the test, else its exit status, negative for a signal)."""
-    _, out_fd, report_fd = files
+    out_fd, report_fd = files
     limit = int(test.get("max_output", 0)) + 1 if test["kind"] == "stdio" else 0
     output = read_file(out_fd, limit) if limit else b""
     record = {"i": i, "status": "exited", "seconds": round(seconds, 6), "exit_code": status, "output": None,
@@ -276,24 +334,48 @@ def collect(i, test, files, seconds, status):
     return record
 
 
-def child(program, tests, files, first, notify_w, null_fd, limits):
-    """Run tests ``first`` onwards, one after another, each with its own input, output, namespace
-    and builtins; after each, write its report and tell the harness. Leaves through ``os._exit``."""
+def prepare_child(null_fd):
+    """What a child does before its tests: a process group of its own (so that stopping it stops
+    what it started), standard error to nowhere, and a copy of the builtins to restore between
+    tests; returns (builtins, their copy, the recursion limit)."""
+    _signal.signal(_signal.SIGINT, _signal.SIG_DFL)  # no KeyboardInterrupt back into the harness's code
+    os.setpgid(0, 0)
+    os.dup2(null_fd, 2)
+    sys.stderr = open(2, "w", encoding="utf-8", closefd=False)
+    builtins = __builtins__ if isinstance(__builtins__, dict) else __builtins__.__dict__
+    return builtins, dict(builtins), sys.getrecursionlimit()
+
+
+def child_limits(job):
+    """Resource limits of a child: file size (outputs), core dumps, CPU time, address space."""
+    tests = job["tests"]
+    largest = max([REPORT_LIMIT] + [int(t.get("max_output", 0)) + 1 for t in tests if t["kind"] == "stdio"])
+    limits = [(resource.RLIMIT_FSIZE, largest), (resource.RLIMIT_CORE, 0),
+              (resource.RLIMIT_CPU, int(job["total_timeout"]) + 2)]
+    if job.get("memory_mb"):
+        limits.append((resource.RLIMIT_AS, int(job["memory_mb"]) << 20))
+    return limits
+
+
+def run_child(program, job, first, files, notify_w, null_fd):
+    """Run tests ``first`` onwards (as many as ``files`` has places for), one after another, each
+    with its own input, output, namespace and builtins; after each, write its report and tell the
+    harness. Leaves through ``os._exit``."""
+    tests = job["tests"][first:first + len(files)]
     try:
-        os.setpgid(0, 0)  # a group of its own, so that stopping it stops what it started
-        for limit, value in limits:
+        builtins, pristine, recursion = prepare_child(null_fd)
+        # Inputs are written before the file size limit, which they may exceed.
+        inputs = [make_file("stdin", t["input"].encode("utf-8", "surrogateescape")) if t["kind"] == "stdio"
+                  else null_fd for t in tests]
+        for limit, value in child_limits(job):
             _, hard = resource.getrlimit(limit)
             if hard == resource.RLIM_INFINITY or value < hard:
                 resource.setrlimit(limit, (value, value))
-        os.dup2(null_fd, 2)
-        sys.stderr = open(2, "w", encoding="utf-8", closefd=False)
     except BaseException:
         os._exit(1)
-    builtins = __builtins__ if isinstance(__builtins__, dict) else __builtins__.__dict__
-    pristine, recursion = dict(builtins), sys.getrecursionlimit()
-    for i in range(first, len(tests)):
-        in_fd, out_fd, report_fd = files[i]
-        if i > first:  # what the previous test changed in the interpreter is put back
+    for k, test in enumerate(tests):
+        (out_fd, report_fd), in_fd = files[k], inputs[k]
+        if k:  # what the previous test changed in the interpreter is put back
             builtins.clear()
             builtins.update(pristine)
             sys.setrecursionlimit(recursion)
@@ -302,7 +384,7 @@ def child(program, tests, files, first, notify_w, null_fd, limits):
             os.dup2(out_fd, 1)
             sys.stdin = open(0, encoding="utf-8", errors="surrogateescape", closefd=False)
             sys.stdout = open(1, "w", encoding="utf-8", closefd=False)
-            report = execute(program, tests[i])
+            report = execute(program, test)
         except BaseException as e:  # noqa: BLE001 - everything a program raises is a test outcome
             report = outcome("error", describe(e))
         try:
@@ -311,7 +393,7 @@ def child(program, tests, files, first, notify_w, null_fd, limits):
             pass
         try:
             os.write(report_fd, report.encode("utf-8", "replace")[:REPORT_LIMIT])
-            os.write(notify_w, b"%d\n" % i)
+            os.write(notify_w, b"%d\n" % (first + k))
         except BaseException:
             os._exit(1)
     os._exit(0)

@@ -98,6 +98,15 @@ def test_a_test_that_kills_its_process_does_not_take_the_others_down():
     assert "signal" in report.outcomes[1].error and "status 3" in report.outcomes[3].error
 
 
+def test_more_tests_than_one_process_may_hold_files_for():
+    # 150 stdio tests need 450 files, beyond the sandbox's 256: children take them in turns
+    problem = CodeProblem("echo", tuple(StdioTest(f"{i}\n", f"{i}\n") for i in range(150)))
+    report = run_tests(problem, "print(input())", FAST)
+    assert report.total == 150 and report.all_passed
+    assert [o.status for o in run_tests(problem, "print(int(input()) % 100)", FAST).outcomes] == \
+        ["passed"] * 100 + ["failed"] * 50
+
+
 def test_syntax_error_fails_every_test():
     report = run_tests(SUM, "def broken(:\n    pass", FAST)
     assert [o.status for o in report.outcomes] == ["error"] * 4
