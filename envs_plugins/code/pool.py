@@ -19,7 +19,7 @@ import atexit
 import contextlib
 import json
 import os
-import selectors
+import select
 import subprocess
 import sys
 import threading
@@ -89,6 +89,8 @@ class WarmSandbox:
                 argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                 pass_fds=fds, cwd="/", env=_ENV, start_new_session=True)
             os.set_blocking(self.process.stdout.fileno(), False)
+            self._output = select.poll()
+            self._output.register(self.process.stdout.fileno(), select.POLLIN)
             ready = self._read_line(time.monotonic() + START_TIMEOUT)
         except BaseException:
             self.close()
@@ -126,19 +128,17 @@ class WarmSandbox:
     def _read_line(self, deadline: float) -> dict[str, Any] | None:
         """The next JSON line of output, or None at end of output or after the deadline."""
         fd = self.process.stdout.fileno()
-        with selectors.DefaultSelector() as selector:
-            selector.register(fd, selectors.EVENT_READ)
-            while b"\n" not in self._buffer:
-                left = deadline - time.monotonic()
-                if left <= 0 or not selector.select(left):
-                    return None
-                try:
-                    chunk = os.read(fd, 1 << 20)
-                except BlockingIOError:
-                    continue
-                if not chunk:
-                    return None
-                self._buffer += chunk
+        while b"\n" not in self._buffer:
+            left = deadline - time.monotonic()
+            if left <= 0 or not self._output.poll(left * 1000):
+                return None
+            try:
+                chunk = os.read(fd, 1 << 20)
+            except BlockingIOError:
+                continue
+            if not chunk:
+                return None
+            self._buffer += chunk
         line, self._buffer = self._buffer.split(b"\n", 1)
         try:
             record = json.loads(line)

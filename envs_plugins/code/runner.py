@@ -129,16 +129,24 @@ def encode_job(job: dict[str, Any]) -> str:
 
 def imported_modules(source: str) -> list[str]:
     """Absolute module names imported anywhere in ``source`` (none if it does not parse)."""
+    if "import" not in source:
+        return []
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError):
         return []
     names: set[str] = set()
-    for node in ast.walk(tree):
+    statements: list[ast.AST] = [tree]
+    while statements:  # imports are statements: only statement lists need visiting
+        node = statements.pop()
         if isinstance(node, ast.Import):
             names.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
             names.add(node.module)
+        for field in ("body", "orelse", "finalbody", "handlers", "cases"):
+            children = getattr(node, field, None)
+            if isinstance(children, list):
+                statements.extend(children)
     return sorted(name for name in names if not _never_preimport(name))
 
 

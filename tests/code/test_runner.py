@@ -211,6 +211,11 @@ def test_call_tests():
 def test_heavy_imports_are_paid_once():
     source = "import numpy as np\nfrom os.path import join\nfrom . import x\nimport this, unittest.__main__"
     assert imported_modules(source) == ["numpy", "os.path"]
+    nested = ("def f():\n    try:\n        import csv\n    except ImportError:\n        import heapq\n"
+              "    finally:\n        import array\nmatch 1:\n    case 1:\n        from fractions import Fraction\n"
+              "with open(0) as f:\n    import decimal\nx = lambda: __import__('json')")
+    assert imported_modules(nested) == ["array", "csv", "decimal", "fractions", "heapq"]
+    assert imported_modules("print(1)") == [] and imported_modules("import (") == []
     problem = CodeProblem("sum", tuple(StdioTest(f"{n}\n", f"{n * (n - 1) // 2}\n") for n in range(1, 9)))
     report = run_tests(problem, "import numpy as np\nprint(int(np.arange(int(input())).sum()))", FAST)
     assert report.all_passed
