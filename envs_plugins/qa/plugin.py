@@ -36,12 +36,14 @@ def search(**tool_options):
 @hookimpl
 def gem_register_envs(register):
     for env_id, (name, split, question, answer) in DATASETS.items():
-        what = f"({name}, {split})"
+        evaluation = env_id.startswith("eval:")  # evaluation sets serve their questions in order
+        what = f"({name}, {split}{', in order' if evaluation else ''})"
         register(env_id, _QA, offline=False, dataset_name=name, split=split, question_key=question,
-                 answer_key=answer, env_id=env_id,
+                 answer_key=answer, env_id=env_id, shuffle=not evaluation,
                  description=f"Answer a question in <answer></answer>, scored by exact match {what}.")
         register(f"{env_id}+Search", _QA, offline=False, dataset_name=name, split=split,
                  question_key=question, answer_key=answer, env_id=f"{env_id}+Search", wrappers=search(),
+                 shuffle=not evaluation,
                  description=f"Search (a retrieval server at SEARCH_URL), then answer {what}.")
     for depth in RULETAKER_DEPTHS:
         env_id = f"logic:RuleTaker-d{depth}"

@@ -213,6 +213,20 @@ def test_every_pack_orders_episodes_alike(env_id):
         ordered.reset(index=len(rows))
 
 
+def test_every_evaluation_set_serves_its_rows_in_order():
+    specs = gem_core.list_envs("eval:*")
+    assert {"eval:MATH500", "eval:CodeContest", "eval:HumanEval", "eval:PopQA", "eval:PopQA+Search"} <= \
+        {s.id for s in specs}
+    def shuffles(spec):
+        default = inspect.signature(gem_core.registry.load_object(spec.entry_point, what="env")).parameters["shuffle"]
+        return spec.kwargs.get("shuffle", default.default)
+
+    assert [s.id for s in specs if shuffles(s) is not False] == []
+    humaneval = gem_core.make("eval:HumanEval")  # offline: its default is in order too
+    assert [humaneval.reset()[1]["index"] for _ in range(3)] == [0, 1, 2]
+    assert humaneval.reset(seed=9)[1]["index"] == 9
+
+
 @pytest.mark.parametrize("env_id", sorted(PACK_ROWS))
 def test_every_pack_names_itself_and_the_option_when_a_column_is_missing(env_id):
     with pytest.raises(GemError, match=rf"The data of {env_id} has no column 'nope' \(question_key\)"):
