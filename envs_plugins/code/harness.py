@@ -45,6 +45,7 @@ result channel) cannot reach it through /proc.
 
 import _json
 import _signal  # the C module: `signal` would import `enum`
+from _operator import is_not
 import binascii
 import marshal
 import os
@@ -65,9 +66,10 @@ def main():
     null_fd = os.open(os.devnull, os.O_RDWR)
     os.dup2(null_fd, 1)  # anything else printed (by an import, say) goes nowhere
     serve = "--serve" in sys.argv
-    protected, imported = False, set()
+    protected, imported, pristine = False, set(), Pristine()
     if serve:
         protected = protect_from_children()
+        release_free_heap()
         emit(result_fd, {"ready": True})
     for line in sys.stdin.buffer:
         job = marshal.loads(binascii.a2b_base64(line))
@@ -75,8 +77,9 @@ def main():
             protected = protect_from_children()
         if not serve:
             emit(result_fd, {"started": True})  # from here on, whatever goes wrong is the program's doing
-        preimport(job, imported)
-        run = Run(job, null_fd)
+        if preimport(job, imported):
+            pristine = Pristine()  # in case an import changed the builtins
+        run = Run(job, null_fd, pristine)
         emit(result_fd, run.tests() + [{"done": True}])  # one write: one wake-up for the reader
         run.close()  # after the results: the reader need not wait for the children to be reaped
         if not serve:
@@ -112,8 +115,8 @@ class Run:
     """One job: its tests run in children, at most ``WINDOW`` per child, until each has a record
     or the total time runs out."""
 
-    def __init__(self, job, null_fd):
-        self.job, self.null_fd = job, null_fd
+    def __init__(self, job, null_fd, pristine):
+        self.job, self.null_fd, self.pristine = job, null_fd, pristine
         self.notify_r, self.notify_w = notify_pipe()
         self.children = []
 
@@ -147,7 +150,7 @@ class Run:
         if pid == 0:  # the child: runs its tests, never returns
             try:
                 keep_only_fds(self.null_fd, self.notify_w, *(fd for pair in files for fd in pair))
-                run_child(program, self.job, first, files, self.notify_w, self.null_fd)
+                run_child(program, self.job, first, files, self.notify_w, self.null_fd, self.pristine)
             finally:
                 os._exit(1)
         try:
@@ -176,9 +179,9 @@ def keep_only_fds(*fds):
     """Close every descriptor from 3 on but ``fds``: a child holds nothing of another job's."""
     low = 3
     for fd in sorted(set(fds)):
-        if fd >= low:
+        if fd > low:
             os.closerange(low, fd)
-            low = fd + 1
+        low = max(low, fd + 1)
     os.closerange(low, resource.getrlimit(resource.RLIMIT_NOFILE)[0])
 
 
@@ -193,9 +196,22 @@ def protect_from_children():
         return False
 
 
+def release_free_heap():
+    """Give the C heap's free pages back to the system: each page the harness holds is one more
+    that every fork copies a mapping of and every child's exit removes. Start-up (compiling this
+    file, above all) leaves most of a megabyte free."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None).malloc_trim(0)  # glibc's; elsewhere nothing is released
+    except Exception:
+        pass
+
+
 def preimport(job, imported):
     """Import, in the harness, the modules the program imports, so that children inherit them
-    (each name is tried once: a module that fails to import is not tried again)."""
+    (each name is tried once: a module that fails to import is not tried again); True when it
+    tried one for the first time."""
     names = list(job["imports"])
     if any(test["kind"] == "call" for test in job["tests"]):
         names.append("json")  # the children encode return values with it
@@ -206,6 +222,7 @@ def preimport(job, imported):
             __import__(name)
         except BaseException:
             pass  # the test itself reports the failure
+    return bool(new)
 
 
 def kill_strays():
@@ -336,14 +353,31 @@ def collect(i, test, files, seconds, status):
 
 def prepare_child(null_fd):
     """What a child does before its tests: a process group of its own (so that stopping it stops
-    what it started), standard error to nowhere, and a copy of the builtins to restore between
-    tests; returns (builtins, their copy, the recursion limit)."""
+    what it started) and standard error to nowhere."""
     _signal.signal(_signal.SIGINT, _signal.SIG_DFL)  # no KeyboardInterrupt back into the harness's code
     os.setpgid(0, 0)
     os.dup2(null_fd, 2)
     sys.stderr = open(2, "w", encoding="utf-8", closefd=False)
-    builtins = __builtins__ if isinstance(__builtins__, dict) else __builtins__.__dict__
-    return builtins, dict(builtins), sys.getrecursionlimit()
+
+
+class Pristine:
+    """The builtins and the recursion limit as the harness has them, which each test of a child
+    starts from. Taken in the harness, so that children inherit the copy instead of making one."""
+
+    def __init__(self):
+        self.builtins = __builtins__ if isinstance(__builtins__, dict) else __builtins__.__dict__
+        self.copy = dict(self.builtins)
+        self.values = list(self.copy.values())
+        self.recursion_limit = sys.getrecursionlimit()
+
+    def restore(self):
+        """Put back what the last test changed. The builtins are compared by the identity of their
+        values only: reading an object writes its reference count, and each page a child writes
+        is a page copied; the names' strings lie on twice as many pages as the values."""
+        if len(self.builtins) != len(self.values) or any(map(is_not, self.builtins.values(), self.values)):
+            self.builtins.clear()
+            self.builtins.update(self.copy)
+        sys.setrecursionlimit(self.recursion_limit)
 
 
 def child_limits(job):
@@ -357,13 +391,13 @@ def child_limits(job):
     return limits
 
 
-def run_child(program, job, first, files, notify_w, null_fd):
+def run_child(program, job, first, files, notify_w, null_fd, pristine):
     """Run tests ``first`` onwards (as many as ``files`` has places for), one after another, each
-    with its own input, output, namespace and builtins; after each, write its report and tell the
-    harness. Leaves through ``os._exit``."""
+    with its own input, output, namespace and builtins (``pristine``); after each, write its report
+    and tell the harness. Leaves through ``os._exit``."""
     tests = job["tests"][first:first + len(files)]
     try:
-        builtins, pristine, recursion = prepare_child(null_fd)
+        prepare_child(null_fd)
         # Inputs are written before the file size limit, which they may exceed.
         inputs = [make_file("stdin", t["input"].encode("utf-8", "surrogateescape")) if t["kind"] == "stdio"
                   else null_fd for t in tests]
@@ -375,10 +409,8 @@ def run_child(program, job, first, files, notify_w, null_fd):
         os._exit(1)
     for k, test in enumerate(tests):
         (out_fd, report_fd), in_fd = files[k], inputs[k]
-        if k:  # what the previous test changed in the interpreter is put back
-            builtins.clear()
-            builtins.update(pristine)
-            sys.setrecursionlimit(recursion)
+        if k:
+            pristine.restore()
         try:
             os.dup2(in_fd, 0)
             os.dup2(out_fd, 1)

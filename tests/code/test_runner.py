@@ -151,6 +151,19 @@ def test_tests_do_not_share_state():
     assert outcome_statuses(program) == ["passed"] * 4
 
 
+@pytest.mark.parametrize("change", [
+    "builtins.abs = lambda x: -1",  # a value replaced: the names are as before
+    "del builtins.abs",
+    "sys.setrecursionlimit(50)",
+])
+def test_each_test_starts_from_pristine_builtins(change):
+    program = (
+        "import builtins, sys\nassert abs(-2) == 2 and sys.getrecursionlimit() > 50\n"
+        f"{change}\na, b = map(int, input().split())\nprint(a + b)"
+    )
+    assert outcome_statuses(program) == ["passed"] * 4
+
+
 def test_flood_of_output_is_cut_off():
     report = run_tests(SUM, "while True:\n    print('x' * 10000)", FAST)
     assert [o.status for o in report.outcomes] == ["output_limit"] * 4
