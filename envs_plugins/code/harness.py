@@ -47,6 +47,7 @@ import _json
 import _signal  # the C module: `signal` would import `enum`
 from _operator import is_not
 import binascii
+import gc
 import marshal
 import os
 import resource
@@ -70,6 +71,8 @@ def main():
     if serve:
         protected = protect_from_children()
         release_free_heap()
+        gc.freeze()  # what the harness holds is out of the collector's reach: collections in a
+        # child then never touch (and so copy) the pages of the harness's objects
         emit(result_fd, {"ready": True})
     for line in sys.stdin.buffer:
         job = marshal.loads(binascii.a2b_base64(line))
@@ -79,6 +82,7 @@ def main():
             emit(result_fd, {"started": True})  # from here on, whatever goes wrong is the program's doing
         if preimport(job, imported):
             pristine = Pristine()  # in case an import changed the builtins
+            gc.freeze()  # the new modules too
         run = Run(job, null_fd, pristine)
         emit(result_fd, run.tests() + [{"done": True}])  # one write: one wake-up for the reader
         run.close()  # after the results: the reader need not wait for the children to be reaped
