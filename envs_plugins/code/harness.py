@@ -374,7 +374,7 @@ class Pristine:
         self.values = list(self.copy.values())
         self.recursion_limit = sys.getrecursionlimit()
 
-    def restore(self):
+    def restore(self, len=len, any=any, map=map):  # bound here: the test may have changed them
         """Put back what the last test changed. The builtins are compared by the identity of their
         values only: reading an object writes its reference count, and each page a child writes
         is a page copied; the names' strings lie on twice as many pages as the values."""

@@ -154,11 +154,13 @@ def test_tests_do_not_share_state():
 @pytest.mark.parametrize("change", [
     "builtins.abs = lambda x: -1",  # a value replaced: the names are as before
     "del builtins.abs",
+    "builtins.any = lambda _: False",  # what the harness compares with
+    "del builtins.len",
     "sys.setrecursionlimit(50)",
 ])
 def test_each_test_starts_from_pristine_builtins(change):
     program = (
-        "import builtins, sys\nassert abs(-2) == 2 and sys.getrecursionlimit() > 50\n"
+        "import builtins, sys\nassert abs(-2) == 2 and len('ab') == 2 and any([1]) and sys.getrecursionlimit() > 50\n"
         f"{change}\na, b = map(int, input().split())\nprint(a + b)"
     )
     assert outcome_statuses(program) == ["passed"] * 4
