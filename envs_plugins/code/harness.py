@@ -192,24 +192,27 @@ def keep_only_fds(*fds):
 def protect_from_children():
     """Make this process non-dumpable, so that the children it forks cannot open its file
     descriptors or memory through /proc, nor trace it. True when that worked."""
-    try:
-        import ctypes
-
-        return ctypes.CDLL(None, use_errno=True).prctl(4, 0, 0, 0, 0) == 0  # PR_SET_DUMPABLE
-    except Exception:
-        return False
+    prctl = c_function("prctl")
+    return prctl is not None and prctl(4, 0, 0, 0, 0) == 0  # PR_SET_DUMPABLE
 
 
 def release_free_heap():
     """Give the C heap's free pages back to the system: each page the harness holds is one more
     that every fork copies a mapping of and every child's exit removes. Start-up (compiling this
     file, above all) leaves most of a megabyte free."""
+    malloc_trim = c_function("malloc_trim")  # glibc's; elsewhere nothing is released
+    if malloc_trim is not None:
+        malloc_trim(0)
+
+
+def c_function(name):
+    """The C library's function ``name`` (through ctypes), or None where it cannot be had."""
     try:
         import ctypes
 
-        ctypes.CDLL(None).malloc_trim(0)  # glibc's; elsewhere nothing is released
+        return getattr(ctypes.CDLL(None, use_errno=True), name)
     except Exception:
-        pass
+        return None
 
 
 def preimport(job, imported):

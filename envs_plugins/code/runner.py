@@ -1,9 +1,9 @@
 """Running a submission against its tests: all of them in one sandboxed process.
 
 The harness (:mod:`gem_envs.code.harness`) runs in a sandbox, warm (:mod:`gem_envs.code.pool`) or
-fresh (:func:`gem_core.tools.run_python`), and forks one child per test; this module builds its
-job, reads its records, and judges stdio and call tests against expected values that never leave
-this process.
+fresh (:func:`gem_core.tools.run_python`), and forks children that run the tests one after
+another; this module builds its job, reads its records, and judges stdio and call tests against
+expected values that never leave this process.
 """
 
 from __future__ import annotations
