@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import functools
 import json
 import os
 import select
@@ -24,6 +25,7 @@ import subprocess
 import sys
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from gem_core.errors import GemError
@@ -85,9 +87,9 @@ class WarmSandbox:
             argv, fds = self._stack.enter_context(bubblewrap.sandbox_argv(
                 interpreter, ["-I", "-S", "-B", "-X", "utf8", "-c", bootstrap], tmp_bytes=TMP_BYTES,
                 files={"harness.py": harness_fd}))
-            self.process = subprocess.Popen(
-                argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                pass_fds=fds, cwd="/", env=_ENV, start_new_session=True)
+            self.process = _launcher().submit(
+                subprocess.Popen, argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                pass_fds=fds, cwd="/", env=_ENV, start_new_session=True).result()
             os.set_blocking(self.process.stdout.fileno(), False)
             self._output = select.poll()
             self._output.register(self.process.stdout.fileno(), select.POLLIN)
@@ -162,6 +164,15 @@ class WarmSandbox:
             process.wait()
             self.process = None
         self._stack.close()
+
+
+@functools.cache
+def _launcher() -> ThreadPoolExecutor:
+    """The one thread that starts every warm sandbox, alive as long as this process. bwrap's
+    ``--die-with-parent`` kills a sandbox when the *thread* that started it ends (the parent-death
+    signal follows the thread, not the process): a sandbox started from a short-lived worker
+    thread would die with that thread, even while it runs a submission."""
+    return ThreadPoolExecutor(max_workers=1, thread_name_prefix="gem-sandbox-launcher")
 
 
 class SandboxPool:
@@ -246,8 +257,10 @@ def _close_pools() -> None:
 
 
 def _forget_pools_in_child() -> None:
-    # A forked child must not share the parent's sandboxes (their pipes would interleave).
+    # A forked child must not share the parent's sandboxes (their pipes would interleave), and
+    # has none of its threads.
     _pools.clear()
+    _launcher.cache_clear()
 
 
 os.register_at_fork(after_in_child=_forget_pools_in_child)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import threading
+import time
 
 import psutil
 import pytest
@@ -101,6 +103,21 @@ def test_concurrent_submissions_get_their_own_sandboxes(sandboxes):
         thread.join()
     assert results == [True] * 4
     assert sandboxes.idle == 3  # four were in use at once; max_sandboxes are kept
+
+
+def test_a_sandbox_outlives_the_thread_that_started_it(sandboxes):
+    # bwrap's parent-death signal follows the thread that started it: a sandbox started from a
+    # worker thread must not die when that thread ends (nor mid-way through the next submission).
+    worker = threading.Thread(target=submit, args=(sandboxes, ECHO, ECHO_PROGRAM))
+    worker.start()
+    worker.join()
+    (sandbox,) = sandboxes._idle
+    while os.path.exists(f"/proc/self/task/{worker.native_id}"):  # until the thread is gone for good
+        time.sleep(0.01)
+    time.sleep(0.1)  # time enough for a signal sent at its end to arrive
+    assert sandbox.alive
+    assert submit(sandboxes, ECHO, ECHO_PROGRAM).all_passed
+    assert sandboxes._idle == [sandbox] and sandbox.jobs == 2
 
 
 def test_closed_pool_refuses_work(sandboxes):
