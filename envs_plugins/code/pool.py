@@ -10,7 +10,8 @@ sandbox and empties its /tmp, so one submission cannot touch the next. A sandbox
 (killed by a test, stuck past its deadline) is thrown away and replaced.
 
 A :class:`SandboxPool` lends sandboxes to concurrent callers, one each, and keeps them for
-reuse: as many as were ever in use at once, up to ``max_sandboxes``.
+reuse: as many as were ever in use at once, up to ``max_sandboxes``; more callers than that wait
+for a sandbox to come back.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ PROCESS_LIMIT = 64  # processes and threads of one sandbox (the harness, a test 
 OPEN_FILES = 256
 TMP_BYTES = 64 << 20
 JOBS_PER_SANDBOX = 500  # a sandbox is replaced after this many submissions
-MAX_SANDBOXES = 32  # sandboxes one pool keeps, in use and idle
+MAX_SANDBOXES = max(32, 2 * (os.cpu_count() or 1))  # sandboxes of one pool at once, in use and idle
 START_TIMEOUT = 60.0
 
 # Runs first in the sandbox's fresh interpreter (started with -I -S): installs the interpreter's
@@ -176,16 +177,20 @@ def _launcher() -> ThreadPoolExecutor:
 
 
 class SandboxPool:
-    """Lends warm sandboxes, one caller at a time each, starting new ones as needed."""
+    """Lends warm sandboxes, one caller at a time each, starting new ones as needed. At most
+    ``max_sandboxes`` exist at once; further callers wait for one to come back, which costs them
+    far less than starting (and throwing away) a sandbox of their own."""
 
     def __init__(self, harness: str, python: str | None = None, max_sandboxes: int = MAX_SANDBOXES):
         self.harness, self.python, self.max_sandboxes = harness, python, max_sandboxes
         self._idle: list[WarmSandbox] = []
-        self._in_use = 0
-        self._lock = threading.Lock()
+        self._count = 0  # sandboxes idle, in use or starting
+        self._returned = threading.Condition()
         self._closed = False
 
     def run(self, job_line: str, timeout: float) -> list[dict[str, Any]]:
+        """Run one job in a sandbox of the pool (see :meth:`WarmSandbox.run`); ``timeout`` starts
+        once the job has a sandbox."""
         sandbox = self._borrow()
         try:
             records = sandbox.run(job_line, timeout)
@@ -197,31 +202,41 @@ class SandboxPool:
         return records
 
     def _borrow(self) -> WarmSandbox:
-        with self._lock:
-            if self._closed:
-                raise GemError("The sandbox pool is closed.")
-            self._in_use += 1
-            while self._idle:
-                sandbox = self._idle.pop()
-                if sandbox.alive:
-                    return sandbox
+        dead = []
+        try:
+            with self._returned:
+                while True:
+                    if self._closed:
+                        raise GemError("The sandbox pool is closed.")
+                    while self._idle:
+                        sandbox = self._idle.pop()
+                        if sandbox.alive:
+                            return sandbox
+                        dead.append(sandbox)
+                        self._count -= 1
+                    if self._count < self.max_sandboxes:
+                        self._count += 1
+                        break
+                    self._returned.wait()
+        finally:
+            for sandbox in dead:
                 sandbox.close()
         try:
             return WarmSandbox(self.harness, self.python)
         except BaseException:
-            with self._lock:
-                self._in_use -= 1
+            self._give_back(None)
             raise
 
     def _give_back(self, sandbox: WarmSandbox | None) -> None:
-        with self._lock:
-            self._in_use -= 1
-            keep = sandbox is not None and not self._closed and sandbox.alive \
-                and sandbox.jobs < JOBS_PER_SANDBOX and len(self._idle) + self._in_use < self.max_sandboxes
+        """Return a borrowed sandbox (None for one that was closed or never started)."""
+        with self._returned:
+            keep = sandbox is not None and not self._closed and sandbox.alive and sandbox.jobs < JOBS_PER_SANDBOX
             if keep:
                 self._idle.append(sandbox)
-                return
-        if sandbox is not None:
+            else:
+                self._count -= 1
+            self._returned.notify()
+        if sandbox is not None and not keep:
             sandbox.close()
 
     @property
@@ -229,10 +244,13 @@ class SandboxPool:
         return len(self._idle)
 
     def close(self) -> None:
-        """Close every idle sandbox; sandboxes in use close when given back."""
-        with self._lock:
+        """Close every idle sandbox; sandboxes in use close when given back, and callers waiting
+        for one are refused."""
+        with self._returned:
             self._closed = True
             idle, self._idle = self._idle, []
+            self._count -= len(idle)
+            self._returned.notify_all()
         for sandbox in idle:
             sandbox.close()
 

@@ -89,20 +89,24 @@ def test_a_stopped_harness_times_out_and_is_replaced(sandboxes):
     assert submit(sandboxes, ECHO, ECHO_PROGRAM).all_passed
 
 
-def test_concurrent_submissions_get_their_own_sandboxes(sandboxes):
-    results = []
+def test_concurrent_submissions_get_their_own_sandboxes(sandboxes, monkeypatch):
+    started, results = [], []
+    start = pool.WarmSandbox.__init__
+    monkeypatch.setattr(pool.WarmSandbox, "__init__", lambda *a, **k: started.append(1) or start(*a, **k))
 
     def worker(n):
-        problem = printing(str(n))
-        results.append(submit(sandboxes, problem, f"import time\ntime.sleep(0.2)\nprint({n})").all_passed)
+        for _ in range(2):
+            problem = printing(str(n))
+            results.append(submit(sandboxes, problem, f"import time\ntime.sleep(0.2)\nprint({n})").all_passed)
 
-    threads = [threading.Thread(target=worker, args=(n,)) for n in range(4)]
+    threads = [threading.Thread(target=worker, args=(n,)) for n in range(6)]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
-    assert results == [True] * 4
-    assert sandboxes.idle == 3  # four were in use at once; max_sandboxes are kept
+    assert results == [True] * 12
+    # Six callers, three sandboxes at most: the others waited for one instead of starting their own.
+    assert len(started) == 3 and sandboxes.idle == 3
 
 
 def test_a_sandbox_outlives_the_thread_that_started_it(sandboxes):
