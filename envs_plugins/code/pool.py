@@ -214,6 +214,7 @@ class SandboxPool:
                             return sandbox
                         dead.append(sandbox)
                         self._count -= 1
+                        self._returned.notify()  # its place is free: for a caller waiting, if not this one
                     if self._count < self.max_sandboxes:
                         self._count += 1
                         break
