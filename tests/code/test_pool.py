@@ -89,7 +89,7 @@ def test_a_stopped_harness_times_out_and_is_replaced(sandboxes):
     assert submit(sandboxes, ECHO, ECHO_PROGRAM).all_passed
 
 
-def test_concurrent_submissions_get_their_own_sandboxes(sandboxes, monkeypatch):
+def test_concurrent_submissions_share_at_most_max_sandboxes(sandboxes, monkeypatch):
     started, results = [], []
     start = pool.WarmSandbox.__init__
     monkeypatch.setattr(pool.WarmSandbox, "__init__", lambda *a, **k: started.append(1) or start(*a, **k))
