@@ -202,26 +202,21 @@ class SandboxPool:
         return records
 
     def _borrow(self) -> WarmSandbox:
-        dead = []
-        try:
-            with self._returned:
-                while True:
-                    if self._closed:
-                        raise GemError("The sandbox pool is closed.")
-                    while self._idle:
-                        sandbox = self._idle.pop()
-                        if sandbox.alive:
-                            return sandbox
-                        dead.append(sandbox)
-                        self._count -= 1
-                        self._returned.notify()  # its place is free: for a caller waiting, if not this one
-                    if self._count < self.max_sandboxes:
-                        self._count += 1
-                        break
-                    self._returned.wait()
-        finally:
-            for sandbox in dead:
-                sandbox.close()
+        with self._returned:
+            while True:
+                if self._closed:
+                    raise GemError("The sandbox pool is closed.")
+                while self._idle:
+                    sandbox = self._idle.pop()
+                    if sandbox.alive:
+                        return sandbox
+                    sandbox.close()  # quick: its bwrap has already exited
+                    self._count -= 1
+                    self._returned.notify()  # its place is free: for a caller waiting, if not this one
+                if self._count < self.max_sandboxes:
+                    self._count += 1
+                    break
+                self._returned.wait()
         try:
             return WarmSandbox(self.harness, self.python)
         except BaseException:
