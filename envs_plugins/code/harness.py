@@ -58,6 +58,7 @@ import time
 REPORT_LIMIT = 1 << 16  # bytes a child may write about its run
 ERROR_TAIL = 2000  # characters of an error message kept
 WINDOW = 64  # tests one child runs at most (each holds up to three files open)
+STRAYS_TIMEOUT = 1.0  # seconds to wait for the processes a submission left to be gone
 SIGKILL, SIGXFSZ = _signal.SIGKILL, _signal.SIGXFSZ
 quote = _json.encode_basestring_ascii
 
@@ -233,17 +234,24 @@ def preimport(job, imported):
 
 
 def kill_strays():
-    """Kill every process of the sandbox but this one and its init. Only asked for where the
-    harness has a PID namespace of its own (a warm sandbox), never elsewhere."""
-    try:
-        os.kill(-1, SIGKILL)
-    except OSError:
-        pass
-    try:
-        while os.waitpid(-1, os.WNOHANG)[0]:
+    """Kill every process of the sandbox but this one and its init, and wait (up to
+    ``STRAYS_TIMEOUT`` seconds) until they are gone: a killed process is still there, for the next
+    submission to see, until its exit completes and it is reaped. Only asked for where the harness
+    has a PID namespace of its own (a warm sandbox), never elsewhere."""
+    deadline = time.monotonic() + STRAYS_TIMEOUT
+    while True:
+        try:
+            os.kill(-1, SIGKILL)  # also reaches those still exiting, and zombies not yet reaped
+        except OSError:
+            return  # none is left
+        try:
+            while os.waitpid(-1, os.WNOHANG)[0]:
+                pass
+        except ChildProcessError:
             pass
-    except ChildProcessError:
-        pass
+        if time.monotonic() >= deadline:
+            return
+        time.sleep(0.0005)
 
 
 def clean_directory(path):

@@ -57,10 +57,13 @@ def test_files_do_not_survive_into_the_next_submission(sandboxes):
 
 
 def test_processes_do_not_survive_into_the_next_submission(sandboxes):
+    # A daemon in a session of its own, slow to die (200 MB of memory to give back): the next
+    # submission must not find it, even while it is still exiting.
     daemon = (
-        "import os, time\n"
-        "if os.fork() == 0:\n    os.setsid()\n    time.sleep(60)\n    os._exit(0)\n"
-        "print('started')"
+        "import os, time\nr, w = os.pipe()\n"
+        "if os.fork() == 0:\n    os.setsid()\n    ballast = b'x' * (200 << 20)\n    os.write(w, b'1')\n"
+        "    time.sleep(60)\n    os._exit(0)\n"
+        "os.read(r, 1)\nprint('started')"
     )
     assert submit(sandboxes, printing("started"), daemon).all_passed
     count = "import os\nprint(sum(name.isdigit() for name in os.listdir('/proc')))"
