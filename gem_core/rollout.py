@@ -6,11 +6,23 @@ string each), or an awaitable of that list: an LLM client, a sampler, a scripted
 Exactly ``num_episodes`` episodes are started and each is collected when it ends, so no episode
 is cut off or dropped (which would bias a batch towards short episodes): slots whose episode
 ended sit idle once enough episodes have started. The slots used are reset at the start.
+
+A flaky environment never stops a collection. A failed reset is retried with the slot's next
+seed after a short backoff (``reset_backoff`` seconds, doubling with each failure in a row); a
+slot that fails ``max_reset_failures`` resets in a row is quarantined (closed, reported in
+``vec_env.quarantined`` with its env id, seeds and errors, and left out of this and later
+collections), and the others go on. Collection raises :class:`~gem_core.GemError` only when no
+healthy slot remains, or when more than ``max_reset_failure_share`` of the resets attempted
+(once at least ten were) failed. A step that fails ends its episode truncated (see
+:mod:`gem_core.vector.base`).
 """
 
 from __future__ import annotations
 
+import asyncio
 import inspect
+import logging
+import time
 from collections.abc import Awaitable, Callable, Generator, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, field
@@ -19,11 +31,21 @@ from typing import Any, Union
 from gem_core.episodes import Episode, Turn
 from gem_core.errors import GemError
 
+logger = logging.getLogger("gem_core.rollout")
+
+#: Defaults of the reset-fault policy (see the module documentation).
+MAX_RESET_FAILURES = 3
+RESET_BACKOFF = 0.05
+MAX_RESET_FAILURE_SHARE = 0.5
+MIN_RESETS_FOR_SHARE = 10
+
 Policy = Callable[[list[str]], Union[Sequence[str], Awaitable[Sequence[str]]]]
 
 
 def collect_episodes(vec_env: Any, policy: Policy, num_episodes: int, *, seed: int | Sequence[int] | None = None,
-                     max_turns: int | None = None, max_reset_failures: int = 3,
+                     max_turns: int | None = None, max_reset_failures: int = MAX_RESET_FAILURES,
+                     reset_backoff: float = RESET_BACKOFF,
+                     max_reset_failure_share: float = MAX_RESET_FAILURE_SHARE,
                      progress: bool = False) -> list[Episode]:
     """Run ``policy`` on ``vec_env`` until ``num_episodes`` episodes have ended; return them in
     the order they started.
@@ -31,11 +53,12 @@ def collect_episodes(vec_env: Any, policy: Policy, num_episodes: int, *, seed: i
     ``policy`` may be synchronous or ``async`` (its coroutines run on the vector environment's
     event loop); from a coroutine, use :func:`acollect_episodes`. ``seed`` is passed to the
     initial ``vec_env.reset``. ``max_turns`` cuts an episode off (its last turn marked
-    truncated) after that many turns. A slot whose environment fails to reset
-    ``max_reset_failures`` times in a row raises :class:`~gem_core.GemError`. ``progress`` shows
-    a progress bar.
+    truncated) after that many turns. Failed resets are retried, and slots that keep failing are
+    quarantined, as the module documentation says (``max_reset_failures``, ``reset_backoff``,
+    ``max_reset_failure_share``). ``progress`` shows a progress bar.
     """
-    steps = _collect(vec_env, num_episodes, seed, max_turns, max_reset_failures, progress)
+    steps = _collect(vec_env, num_episodes, seed, max_turns,
+                     _ResetPolicy(max_reset_failures, reset_backoff, max_reset_failure_share), progress)
     result: Any = None
     try:
         while True:
@@ -44,6 +67,9 @@ def collect_episodes(vec_env: Any, policy: Policy, num_episodes: int, *, seed: i
                 result = vec_env.reset(*payload)
             elif kind == "step":
                 result = vec_env.step(*payload)
+            elif kind == "wait":
+                time.sleep(payload)
+                result = None
             else:
                 result = policy(payload)
                 if inspect.isawaitable(result):
@@ -54,10 +80,13 @@ def collect_episodes(vec_env: Any, policy: Policy, num_episodes: int, *, seed: i
 
 async def acollect_episodes(vec_env: Any, policy: Policy, num_episodes: int, *,
                             seed: int | Sequence[int] | None = None, max_turns: int | None = None,
-                            max_reset_failures: int = 3, progress: bool = False) -> list[Episode]:
+                            max_reset_failures: int = MAX_RESET_FAILURES, reset_backoff: float = RESET_BACKOFF,
+                            max_reset_failure_share: float = MAX_RESET_FAILURE_SHARE,
+                            progress: bool = False) -> list[Episode]:
     """:func:`collect_episodes` for async callers: awaits the policy and the vector
     environment's ``areset``/``astep`` on the running loop."""
-    steps = _collect(vec_env, num_episodes, seed, max_turns, max_reset_failures, progress)
+    steps = _collect(vec_env, num_episodes, seed, max_turns,
+                     _ResetPolicy(max_reset_failures, reset_backoff, max_reset_failure_share), progress)
     result: Any = None
     try:
         while True:
@@ -66,6 +95,9 @@ async def acollect_episodes(vec_env: Any, policy: Policy, num_episodes: int, *,
                 result = await vec_env.areset(*payload)
             elif kind == "step":
                 result = await vec_env.astep(*payload)
+            elif kind == "wait":
+                await asyncio.sleep(payload)
+                result = None
             else:
                 result = policy(payload)
                 if inspect.isawaitable(result):
@@ -78,12 +110,35 @@ async def _awaited(awaitable: Awaitable[Any]) -> Any:
     return await awaitable
 
 
+@dataclass(frozen=True)
+class _ResetPolicy:
+    max_failures: int
+    backoff: float
+    max_failure_share: float
+
+    def check(self) -> None:
+        if isinstance(self.max_failures, bool) or not isinstance(self.max_failures, int) or self.max_failures < 1:
+            raise GemError(f"max_reset_failures must be a positive integer, got {self.max_failures!r}.")
+        if not isinstance(self.backoff, (int, float)) or isinstance(self.backoff, bool) or self.backoff < 0:
+            raise GemError(f"reset_backoff must be a number of seconds >= 0, got {self.backoff!r}.")
+        if not isinstance(self.max_failure_share, (int, float)) or not 0 < self.max_failure_share <= 1:
+            raise GemError(f"max_reset_failure_share must be within (0, 1], got {self.max_failure_share!r}.")
+
+
 @dataclass
 class _Running:
     order: int
     episode: Episode
     observation: str
-    reset_failures: int = 0
+
+
+@dataclass
+class _Failures:
+    """The failed resets of one slot since its last good one."""
+
+    seeds: list[Any] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    retry_at: float = 0.0
 
 
 @dataclass
@@ -93,44 +148,70 @@ class _Ledger:
     target: int
     started: int = 0
     running: dict[int, _Running] = field(default_factory=dict)
-    waiting: dict[int, int] = field(default_factory=dict)  # slot -> consecutive reset failures
+    waiting: dict[int, _Failures] = field(default_factory=dict)  # slot -> its failed resets in a row
     finished: list[tuple[int, Episode]] = field(default_factory=list)
+    resets: int = 0
+    failed_resets: int = 0
 
     def want_more(self) -> bool:
         return self.started + len(self.waiting) < self.target
 
 
-def _collect(vec_env: Any, num_episodes: int, seed: Any, max_turns: int | None, max_reset_failures: int,
+def _collect(vec_env: Any, num_episodes: int, seed: Any, max_turns: int | None, policy: _ResetPolicy,
              progress: bool) -> Generator[tuple[str, Any], Any, list[Episode]]:
-    """The collection logic, as requests (``reset``, ``policy``, ``step``) for a driver."""
+    """The collection logic, as requests (``reset``, ``policy``, ``step``, ``wait``) for a driver."""
     from gem_core.vector.base import EPISODE_SEED, FAULT, FINAL_INFO, FINAL_OBSERVATION, VectorEnv
 
     if not isinstance(vec_env, VectorEnv):
         raise GemError("collect_episodes needs a vector environment (gem_core.make_vec), "
                        f"got {type(vec_env).__name__}.")
-    for name, value in (("num_episodes", num_episodes), ("max_turns", max_turns),
-                        ("max_reset_failures", max_reset_failures)):
+    for name, value in (("num_episodes", num_episodes), ("max_turns", max_turns)):
         if value is None and name == "max_turns":
             continue
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise GemError(f"{name} must be a positive integer, got {value!r}.")
+    policy.check()
+    healthy = vec_env.healthy_slots
+    if not healthy:
+        raise GemError(_all_quarantined(vec_env))
     ledger = _Ledger(num_episodes)
     env_ids = vec_env.env_ids
 
     def begin(slot: int, observation: str, info: dict[str, Any]) -> None:
         ledger.waiting.pop(slot, None)
+        ledger.resets += 1
         episode = Episode(env_id=env_ids[slot], seed=info[EPISODE_SEED])
         ledger.running[slot] = _Running(ledger.started, episode, observation)
         ledger.started += 1
 
     def reset_failed(slot: int, info: dict[str, Any]) -> None:
-        failures = ledger.waiting.get(slot, 0) + 1
-        if failures >= max_reset_failures:
-            fault = info.get(FAULT, {})
-            raise GemError(f"Slot {slot} ({env_ids[slot]}) failed to reset {failures} times in a row; "
-                           f"last: {fault.get('error') or fault.get('kind', 'unknown fault')}. "
-                           "Fix the environment or raise max_reset_failures.")
-        ledger.waiting[slot] = failures
+        ledger.resets += 1
+        ledger.failed_resets += 1
+        fault = info.get(FAULT, {})
+        failures = ledger.waiting.setdefault(slot, _Failures())
+        failures.seeds.append(fault.get("seed"))
+        failures.errors.append(str(fault.get("error") or fault.get("kind", "unknown fault")))
+        if len(failures.seeds) >= policy.max_failures:
+            ledger.waiting.pop(slot)
+            vec_env.quarantine(slot, {
+                "reason": f"failed to reset {len(failures.seeds)} times in a row",
+                "seeds": failures.seeds, "errors": failures.errors})
+            for idle in vec_env.healthy_slots:  # a slot left idle for this one's episode takes it over
+                if idle not in ledger.running and idle not in ledger.waiting and ledger.want_more():
+                    refill(idle)
+            if not ledger.running and not ledger.waiting and len(ledger.finished) < num_episodes:
+                raise GemError(_all_quarantined(vec_env))
+        else:
+            failures.retry_at = time.monotonic() + policy.backoff * 2 ** (len(failures.seeds) - 1)
+        if ledger.resets >= MIN_RESETS_FOR_SHARE and ledger.failed_resets > policy.max_failure_share * ledger.resets:
+            raise GemError(
+                f"{ledger.failed_resets} of {ledger.resets} resets failed, more than the allowed share "
+                f"({policy.max_failure_share:g}, max_reset_failure_share). {_fault_summary(vec_env, ledger)}")
+
+    def refill(slot: int) -> None:
+        """A healthy slot whose episode ended starts another if more are wanted: it resets on its next step."""
+        if ledger.want_more():
+            ledger.waiting[slot] = _Failures()
 
     def finish(slot: int, final_observation: str, bar: Any) -> None:
         running = ledger.running.pop(slot)
@@ -138,14 +219,17 @@ def _collect(vec_env: Any, num_episodes: int, seed: Any, max_turns: int | None, 
         ledger.finished.append((running.order, running.episode))
         bar.advance(1)
 
-    first = list(range(min(num_episodes, vec_env.num_envs)))
+    first = healthy[:num_episodes]
+    if isinstance(seed, int) and not isinstance(seed, bool):
+        seed = [seed + slot for slot in first]  # the seeds these slots would get in a full reset
+    elif isinstance(seed, Sequence) and len(seed) > len(first):
+        seed = list(seed)[:len(first)]  # quarantined slots left fewer to reset: the first seeds, in order
     with _progress_bar(progress, num_episodes) as bar:
         observations, infos = yield "reset", (seed, first)
         for slot, observation, info in zip(first, observations, infos):
             if EPISODE_SEED in info:
                 begin(slot, observation, info)
             else:
-                ledger.waiting[slot] = 0
                 reset_failed(slot, info)
         while len(ledger.finished) < num_episodes:
             acting = sorted(ledger.running)
@@ -153,7 +237,11 @@ def _collect(vec_env: Any, num_episodes: int, seed: Any, max_turns: int | None, 
             if acting:
                 actions = _checked_actions((yield "policy", [ledger.running[s].observation for s in acting]),
                                            len(acting))
-            retrying = sorted(ledger.waiting)
+            now = time.monotonic()
+            retrying = sorted(slot for slot, failures in ledger.waiting.items() if failures.retry_at <= now)
+            if not acting and not retrying:  # only slots in backoff: wait for the first of them
+                yield "wait", max(0.0, min(f.retry_at for f in ledger.waiting.values()) - now)
+                continue
             indices = acting + retrying
             rows = yield "step", (actions + [""] * len(retrying), indices)
             cut_off: list[int] = []
@@ -179,13 +267,15 @@ def _collect(vec_env: Any, num_episodes: int, seed: Any, max_turns: int | None, 
                         continue
                     if EPISODE_SEED in info:  # same-step autoreset started the next episode
                         begin(slot, observation, info)
-                    else:  # next-step autoreset, or a reset that failed: the next step resets
-                        ledger.waiting[slot] = 0
+                    elif FAULT in info and info[FAULT].get("phase") == "reset":  # same-step reset failed
+                        reset_failed(slot, info)
+                    else:  # next-step autoreset: the next step resets
+                        refill(slot)
                 elif max_turns is not None and len(running.episode.turns) >= max_turns:
                     running.episode.turns[-1].truncated = True
                     finish(slot, observation, bar)
                     if ledger.want_more():
-                        ledger.waiting[slot] = 0
+                        refill(slot)
                         cut_off.append(slot)
                 else:
                     running.observation = observation
@@ -197,6 +287,20 @@ def _collect(vec_env: Any, num_episodes: int, seed: Any, max_turns: int | None, 
                     else:
                         reset_failed(slot, info)
     return [episode for _, episode in sorted(ledger.finished, key=lambda item: item[0])]
+
+
+def _all_quarantined(vec_env: Any) -> str:
+    return "No healthy slot is left: every environment kept failing to reset. " + _fault_summary(vec_env)
+
+
+def _fault_summary(vec_env: Any, ledger: _Ledger | None = None) -> str:
+    """The quarantined slots' reports, then the slots still retrying, as one paragraph."""
+    parts = [f"slot {r['slot']} ({r['env_id']}): seeds {r['seeds']}, errors {r['errors'][-1:]}"
+             for r in vec_env.quarantined.values()]
+    if ledger is not None:
+        parts += [f"slot {slot} ({vec_env.env_ids[slot]}): seeds {f.seeds}, errors {f.errors[-1:]}"
+                  for slot, f in ledger.waiting.items() if f.seeds]
+    return ("Failed resets: " + "; ".join(parts) + ".") if parts else ""
 
 
 def _checked_actions(actions: Any, expected: int) -> list[str]:

@@ -168,6 +168,8 @@ class EnvReport:
     turns_per_episode: float
     format_error_rate: float
     seconds: float
+    #: Slots taken out of service because their environment kept failing to reset (their reports).
+    quarantined: list[dict[str, Any]] = field(default_factory=list)
 
 
 def summarise(env_id: str, episodes: Sequence[Episode], seconds: float) -> EnvReport:
@@ -210,6 +212,8 @@ def run_evaluation(settings: EvalSettings, *, console: Any = None) -> dict[str, 
 
         save_episodes(episodes, episodes_path, append=True)
         reports.append(summarise(env_id, episodes, time.perf_counter() - started))
+        reports[-1].quarantined = [{k: v for k, v in r.items() if k != "env_id"}
+                                   for r in vec_env.quarantined.values()]
     report = {
         "policy": describe,
         "settings": {k: v for k, v in asdict(settings).items() if k not in ("progress",)},
@@ -275,6 +279,10 @@ def _print_report(out: Any, reports: Sequence[EnvReport], describe: str, output:
                       f"{r.mean_return:+.3f} ± {r.return_stderr:.3f}", f"{r.turns_per_episode:.2f}",
                       f"{r.format_error_rate:.1%}")
     out.print(table)
+    for r in reports:
+        for q in r.quarantined:
+            out.print(f"[yellow]{r.env_id}: slot {q['slot']} quarantined ({q['reason']}; seeds {q['seeds']}; "
+                      f"last error: {q['errors'][-1]})[/]")
     out.print(f"Report: {output / REPORT_FILE}")
     out.print(f"Plot:   {output / PLOT_FILE}")
     out.print(f"Episodes: {output / EPISODES_FILE}")

@@ -254,6 +254,7 @@ class Trainer:
             "train_seconds": train_s,
             "train_tokens_per_second": sum(len(s.prompt_ids) + len(s.completion_ids) for s in samples) / train_s
             if train_s else 0.0,
+            "quarantined_slots": len(self.vec_env.quarantined),
         }
 
     def save(self, step: int) -> Path:
@@ -302,6 +303,8 @@ class _StepProgress:
         def update(record: dict[str, Any]) -> None:
             status = (f"return {record['mean_return']:+.3f}  success {record['success_rate']:.0%}  "
                       f"turns {record['turns_per_episode']:.2f}  {record['tokens_per_second']:.0f} tok/s")
+            if record.get("quarantined_slots"):
+                status += f"  {record['quarantined_slots']} slot(s) quarantined"
             self._progress.update(task, advance=1, status=status)
             self._progress.console.print(f"step {record['step']}: {status}")
 

@@ -23,9 +23,14 @@ Info keys the vector environment adds:
   ``"step"`` or ``"reset"``; ``error`` and ``traceback`` describe an error, ``timeout_s`` a
   timeout. A failed step ends the episode truncated with an empty observation and reward 0. A
   failed reset starts no episode: its row has an empty observation and both flags False (under
-  same-step autoreset, the row still ends the finished episode). Either way the slot's next step
-  resets it, ignoring the action. An environment that timed out, or failed to reset, is closed
-  and replaced by a fresh one from its factory; one that raised in ``step`` is kept and reset.
+  same-step autoreset, the row still ends the finished episode), and ``seed`` names the seed it
+  failed with. Either way the slot's next step resets it, ignoring the action, with the slot's
+  next seed (a failed seed is not tried again). An environment that timed out, or failed to
+  reset, is closed and replaced by a fresh one from its factory; one that raised in ``step`` is
+  kept and reset.
+
+A slot whose environment keeps failing can be taken out of service with :meth:`VectorEnv.quarantine`
+(``collect_episodes`` does this); :attr:`VectorEnv.quarantined` reports those slots.
 
 So a row starts an episode exactly when its info has ``episode_seed``, and ends one exactly when
 ``terminated or truncated``: every episode started ends once, faults included.
@@ -123,6 +128,8 @@ class VectorEnv:
         self._reset_done = False
         self._closed = False
         self._all_inline = True
+        #: Slots taken out of service, with what their report says (see :meth:`quarantine`).
+        self.quarantined: dict[int, dict[str, Any]] = {}
         try:
             for slot in self._slots:
                 self._build(slot)
@@ -192,6 +199,23 @@ class VectorEnv:
         self._check_open()
         return self._loop.run(coroutine, timeout)
 
+    def quarantine(self, index: int, report: Mapping[str, Any]) -> None:
+        """Take slot ``index`` out of service: close its environment and keep ``report`` (what
+        failed) in :attr:`quarantined`. Resetting or stepping the slot afterwards raises
+        :class:`~gem_core.GemError`."""
+        slot = self._slots[self._indices([index])[0]]
+        if slot.env is not None:
+            _close_quietly(slot.env)
+            slot.env = None
+        self.quarantined[slot.index] = {"slot": slot.index, "env_id": slot.env_id, **report}
+        logger.warning("Slot %d (%s) is quarantined: %s", slot.index, slot.env_id,
+                       report.get("reason", "its environment keeps failing"))
+
+    @property
+    def healthy_slots(self) -> list[int]:
+        """The slots not quarantined."""
+        return [i for i in range(self.num_envs) if i not in self.quarantined]
+
     def close(self) -> None:
         """Close every environment and stop the worker threads. Safe to call more than once."""
         if getattr(self, "_closed", True):
@@ -222,7 +246,7 @@ class VectorEnv:
 
     def _plan_reset(self, seed: int | Sequence[int] | None, indices: Sequence[int] | None) -> list[Call]:
         self._check_open()
-        slots = self._indices(indices)
+        slots = self._usable(self._indices(indices))
         if seed is None:
             seeds = [self._slots[i].next_seed for i in slots]
         elif isinstance(seed, int) and not isinstance(seed, bool):
@@ -249,7 +273,7 @@ class VectorEnv:
             indices, actions = list(actions.keys()), list(actions.values())
         if isinstance(actions, str) or not isinstance(actions, Sequence):
             raise GemError(f"actions must be a list of strings (one per slot), got {type(actions).__name__}.")
-        slots = self._indices(indices)
+        slots = self._usable(self._indices(indices))
         if len(actions) != len(slots):
             where = f"the {len(slots)} slots in indices" if indices is not None else f"{self.num_envs} slots"
             raise GemError(f"step() got {len(actions)} actions for {where}; give one action per slot.")
@@ -310,6 +334,16 @@ class VectorEnv:
         if len(set(chosen)) != len(chosen):
             raise GemError(f"indices must not repeat a slot, got {chosen!r}.")
         return chosen
+
+    def _usable(self, slots: Sequence[int]) -> Sequence[int]:
+        """``slots``, refusing quarantined ones."""
+        if self.quarantined:
+            bad = [i for i in slots if i in self.quarantined]
+            if bad:
+                raise GemError(f"Slot {bad[0]} ({self._slots[bad[0]].env_id}) is quarantined: "
+                               f"{self.quarantined[bad[0]].get('reason', 'its environment kept failing')}. "
+                               "Pass indices= naming healthy slots (vec_env.healthy_slots).")
+        return slots
 
     def _build(self, slot: _Slot) -> None:
         env = slot.factory()
@@ -487,6 +521,9 @@ class VectorEnv:
             if call.phase == "reset" and slot.env is not None:
                 _close_quietly(slot.env)
                 slot.env = None
+        if call.phase == "reset":
+            fault["seed"] = call.seed
+            slot.next_seed = call.seed + self.num_envs  # type: ignore[operator]  # the retry gets a fresh seed
         return fault
 
     def _abandon(self, slot: _Slot, call: Call) -> None:

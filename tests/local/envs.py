@@ -39,3 +39,21 @@ class LetterShareEnv(Env):
 def register_once() -> None:
     if not gem_core.list_envs(ENV_ID):
         gem_core.register(ENV_ID, LetterShareEnv, description="Test: share of letters in the answer.")
+
+
+FLAKY_ID = "testlocal:FlakyStart-v0"
+
+
+class FlakyStartEnv(LetterShareEnv):
+    """LetterShare that cannot start an episode whose seed leaves 1 when divided by 3: in a vector
+    environment of three slots, slot 1 never starts one."""
+
+    def reset(self, seed: int | None = None, **options: Any) -> tuple[str, dict[str, Any]]:
+        if seed is not None and seed % 3 == 1:
+            raise RuntimeError(f"no task for seed {seed}")
+        return super().reset(seed, **options)
+
+
+def register_flaky_once() -> None:
+    if not gem_core.list_envs(FLAKY_ID):
+        gem_core.register(FLAKY_ID, FlakyStartEnv, description="Test: slot 1 of three never starts.")

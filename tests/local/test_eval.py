@@ -111,3 +111,19 @@ def test_eval_scores_a_lora_checkpoint_of_gem_train(tiny_model_dir: Path, tmp_pa
                                          progress=False))
     assert report["environments"][0]["episodes"] == 2
     assert report["policy"] == str(checkpoint)
+
+
+def test_a_slot_that_never_starts_is_quarantined_and_reported(server: ChatServer, tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch):
+    from tests.local.envs import FLAKY_ID, register_flaky_once
+
+    register_flaky_once()
+    monkeypatch.setenv("GEM_TEST_KEY", "sk-test")
+    report = run_evaluation(EvalSettings(envs=[FLAKY_ID], model="tiny-chat", base_url=server.base_url, episodes=6,
+                                         concurrency=3, max_new_tokens=4, output_dir=str(tmp_path),
+                                         progress=False, api_key_env="GEM_TEST_KEY"))
+    env = report["environments"][0]
+    assert env["episodes"] == 6
+    [quarantined] = env["quarantined"]
+    assert quarantined["slot"] == 1 and quarantined["seeds"] == [1, 4, 7]
+    assert "no task for seed 7" in quarantined["errors"][-1]

@@ -92,10 +92,11 @@ def test_same_step_reset_that_hangs_still_ends_the_finished_episode(mode):
         obs, rewards, term, trunc, infos = vec.step(["a", "b"])
         assert term[0] and rewards[0] == 1.0 and obs[0] == ""
         assert infos[0][FINAL_OBSERVATION] == f"{tag} t1 got a" and infos[0][FINAL_INFO] == {"t": 1}
-        assert infos[0][FAULT] | {"traceback": None} == {"kind": "timeout", "phase": "reset",
+        assert infos[0][FAULT] | {"traceback": None} == {"kind": "timeout", "phase": "reset", "seed": 2,
                                                          "timeout_s": TIMEOUT, "traceback": None}
         obs, rewards, term, trunc, infos = vec.step(["ignored", "c"])
         assert EPISODE_SEED in infos[0] and not term[0] and rewards[0] == 0.0
+        assert infos[0][EPISODE_SEED] == 4  # the slot's next seed: the failed one is not tried again
 
 
 @pytest.mark.parametrize("mode", MODES)

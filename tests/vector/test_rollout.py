@@ -146,7 +146,61 @@ def test_bad_arguments_raise():
         gem_core.collect_episodes(Countdown(), lambda obs: obs, 1)
 
 
-def test_an_environment_that_never_resets_raises_after_repeated_failures():
+def test_a_slot_that_keeps_failing_to_reset_is_quarantined_and_collection_goes_on():
     with gem_core.make_vec([Countdown, lambda: Faulty({1: "raise"})]) as vec:
-        with pytest.raises(GemError, match=r"Slot 1 \(Faulty\) failed to reset 3 times.*injected failure"):
-            gem_core.collect_episodes(vec, lambda obs: ["a"] * len(obs), 20)
+        episodes = gem_core.collect_episodes(vec, lambda obs: ["a"] * len(obs), 20)
+        assert len(episodes) == 20 and {e.env_id for e in episodes} == {"Countdown"}
+        report = vec.quarantined[1]
+        assert report["env_id"] == "Faulty" and report["seeds"] == [1, 3, 5]  # a fresh seed each time
+        assert all("injected failure" in error for error in report["errors"])
+        assert vec.healthy_slots == [0]
+        with pytest.raises(GemError, match=r"Slot 1 \(Faulty\) is quarantined"):
+            vec.step(["a", "b"])
+        assert len(gem_core.collect_episodes(vec, lambda obs: ["a"] * len(obs), 3)) == 3  # healthy slots only
+
+
+def test_collection_raises_when_no_healthy_slot_remains():
+    with gem_core.make_vec([lambda: Faulty({1: "raise"})] * 2) as vec:
+        with pytest.raises(GemError, match=r"No healthy slot is left.*slot 0 \(Faulty\): seeds \[0, 2, 4\]"):
+            gem_core.collect_episodes(vec, lambda obs: ["a"] * len(obs), 5)
+
+
+class SeedSensitive(Countdown):
+    """Fails to reset for every seed divisible by ``period``."""
+
+    def __init__(self, period: int = 3):
+        super().__init__(2)
+        self.period = period
+
+    def reset(self, seed=None, **options):
+        if seed is not None and seed % self.period == 0:
+            raise ValueError(f"no puzzle for seed {seed}")
+        return super().reset(seed)
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_flaky_resets_are_retried_with_fresh_seeds(mode):
+    with gem_core.make_vec(SeedSensitive, 4, mode=mode, seed=0) as vec:
+        episodes = gem_core.collect_episodes(vec, lambda obs: ["a"] * len(obs), 24)
+    assert len(episodes) == 24 and not vec.quarantined
+    assert all(e.seed % 3 for e in episodes) and len({e.seed for e in episodes}) == 24
+
+
+def test_too_large_a_share_of_failed_resets_raises():
+    with gem_core.make_vec(lambda: SeedSensitive(period=1), 4) as vec:
+        with pytest.raises(GemError, match=r"resets failed, more than the allowed share \(0.5"):
+            gem_core.collect_episodes(vec, lambda obs: ["a"] * len(obs), 8, max_reset_failures=100,
+                                      reset_backoff=0)
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_half_the_slots_faulty_still_gives_every_episode(mode):
+    """Step errors, a hang past step_timeout, malformed results and resets failing a third of the
+    time: every episode asked for still comes back."""
+    factories = [Countdown, Countdown, Countdown, Countdown,
+                 lambda: Faulty({2: "raise", 7: "raise"}), lambda: Faulty({3: "hang"}),
+                 lambda: Faulty({2: "malformed"}), SeedSensitive]
+    with gem_core.make_vec(factories, mode=mode, step_timeout=0.5) as vec:
+        episodes = gem_core.collect_episodes(vec, lambda obs: ["a"] * len(obs), 40)
+    assert len(episodes) == 40
+    assert sum(e.turns[-1].truncated for e in episodes) >= 3  # the faulty steps ended their episodes
