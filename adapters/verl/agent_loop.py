@@ -18,7 +18,6 @@ rewards from. Needs verl's v1 trainer (``trainer.use_v1=true``, verl's default).
 
 from __future__ import annotations
 
-import asyncio
 import math
 from typing import Any
 from uuid import uuid4
@@ -27,15 +26,16 @@ from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopOutp
 from verl.utils.profiler import simple_timer
 from verl.utils.rollout_trace import rollout_trace_op
 
-from gem_adapters.verl.options import AgentLoopOptions
+from gem_adapters.common.options import EpisodeOptions
+from gem_adapters.common.session import STOP_REASONS as SESSION_STOPS
+from gem_adapters.common.session import EnvSession
+from gem_adapters.common.turns import rewards_on_turn_ends, turn_end_positions
 from gem_adapters.verl import AGENT_LOOP_NAME
-from gem_adapters.verl.turns import rewards_on_turn_ends, turn_end_positions
-from gem_core import Env, make
-from gem_core.components import apply_wrappers
 from gem_core.errors import GemError
 
-#: Why an episode stopped, kept in ``extra_fields["gem_stop"]``.
-STOP_REASONS = ("terminated", "truncated", "max_turns", "response_length", "empty_response")
+#: Why an episode stopped, kept in ``extra_fields["gem_stop"]``: the session's reasons (see
+#: :mod:`gem_adapters.common.session`) or verl's token budget.
+STOP_REASONS = (*SESSION_STOPS, "response_length", "empty_response")
 
 
 class GemAgentLoopOutput(AgentLoopOutput):
@@ -61,30 +61,26 @@ class GemAgentLoop(AgentLoopBase):
                 "The gem agent loop needs verl's v1 trainer (trainer.use_v1=true): the legacy "
                 "trainer keeps only one reward per sample, which would lose the per-turn rewards."
             )
-        self.options = AgentLoopOptions.from_config(self.config.get("gem"))
+        self.options = EpisodeOptions.from_config(self.config.get("gem"),
+                                                  where="the `gem` section of the verl config")
         self.response_length = int(self.rollout_config.response_length)
 
     @rollout_trace_op
     async def run(self, sampling_params: dict[str, Any], **kwargs: Any) -> GemAgentLoopOutput:
         env_id, seed = episode_source(kwargs)
-        env = make(env_id)
-        try:
-            env = apply_wrappers(env, self.options.wrappers)
-            return await self.play(env, seed, sampling_params)
-        finally:
-            env.close()
+        with EnvSession.start(env_id, seed, self.options) as session:
+            return await self.play(session, sampling_params)
 
-    async def play(self, env: Env, seed: int | None, sampling_params: dict[str, Any]) -> GemAgentLoopOutput:
-        """Play one episode of ``env``; returns the tokens, masks and per-turn rewards."""
+    async def play(self, session: EnvSession, sampling_params: dict[str, Any]) -> GemAgentLoopOutput:
+        """Play one episode; returns the tokens, masks and per-turn rewards."""
         timing: dict[str, float] = {}
         with simple_timer("tool_calls", timing):
-            observation, _ = await call_env(env, "reset", seed)
+            observation = await session.reset()
         messages = [{"role": "user", "content": observation}]
         tokens = await self.ct_build_initial_tokens(messages)
         num_messages = 1  # messages whose tokens are in the sequence
         mask: list[int] = []
         logprobs: list[float] | None = [] if sampling_params.get("logprobs") else None
-        rewards: list[float] = []
         extra: dict[str, Any] = {}
         preempted = -1
         request_id = uuid4().hex  # one id per episode: the server keeps its prefix cached
@@ -100,7 +96,7 @@ class GemAgentLoop(AgentLoopBase):
             preempted = merge_server_fields(extra, output, preempted)
             generated = list(output.token_ids)
             if not generated:
-                if not rewards:
+                if not session.rewards:
                     raise GemError("The model server returned no tokens for the first turn of an episode.")
                 stop = "empty_response"
                 break
@@ -111,13 +107,10 @@ class GemAgentLoop(AgentLoopBase):
             num_messages += 1
             action = self.tokenizer.decode(generated, skip_special_tokens=True)
             with simple_timer("tool_calls", timing):
-                observation, reward, terminated, truncated, _ = await call_env(env, "step", action)
-            rewards.append(float(reward))
-            if terminated or truncated:
-                stop = "terminated" if terminated else "truncated"
-                break
-            if len(rewards) == self.options.max_turns:
-                stop = "max_turns"
+                outcome = await session.step(action)
+            observation = outcome.observation
+            if outcome.done:
+                stop = outcome.stop
                 break
             before = [*messages, {"role": "assistant", "content": action}]
             messages = [*before, {"role": "user", "content": observation}]
@@ -129,6 +122,7 @@ class GemAgentLoop(AgentLoopBase):
             tokens, mask, logprobs = merged.token_ids, next_mask, next_logprobs
             num_messages += 1
 
+        rewards = session.rewards
         runs = len(turn_end_positions(mask))
         if runs != len(rewards):
             raise GemError(
@@ -168,14 +162,6 @@ def episode_source(row: dict[str, Any]) -> tuple[str, int | None]:
         )
     seed = info.get("seed")
     return env_id, None if seed is None else int(seed)
-
-
-async def call_env(env: Env, method: str, *args: Any) -> Any:
-    """``env.reset``/``env.step``; environments that block on I/O run in a worker thread so the
-    other episodes of this worker keep going."""
-    if env.blocking:
-        return await asyncio.get_running_loop().run_in_executor(None, getattr(env, method), *args)
-    return await getattr(env, "a" + method)(*args)
 
 
 def merge_server_fields(extra: dict[str, Any], output: Any, preempted: int) -> int:

@@ -1,78 +1,42 @@
 """Writes what verl's own launcher needs to train on GEM environments: a Hydra config built on
-verl's packaged defaults, and the (environment id, seed) datasets its dataloader reads.
-
-Each dataset row is one episode start: ``extra_info`` names the environment and the seed, and
-``prompt`` holds the environment's first observation (with the configured wrappers), so verl can
-filter prompts that are too long and log readable inputs. The ``gem`` agent loop makes and resets
-the environment itself; the same seed gives the same first observation.
+verl's packaged defaults, and the (environment id, seed) datasets its dataloader reads (see
+:mod:`gem_adapters.common.dataset`). The ``gem`` agent loop makes and resets each row's
+environment itself.
 """
 
 from __future__ import annotations
 
-import json
-import shlex
-import sys
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from gem_adapters.common.dataset import write_splits
+from gem_adapters.common.estimators import library_name
+from gem_adapters.common.launch import command_line, python_command
+from gem_adapters.common.settings import RunSettings as CommonSettings
 from gem_adapters.verl import AGENT_LOOP_NAME
-from gem_adapters.verl.estimators import verl_name
-from gem_adapters.verl.options import AgentLoopOptions
 from gem_core.errors import GemError, MissingDependencyError
 
 CONFIG_NAME = "gem_verl"
-TRAIN_FILE, VAL_FILE = "train.jsonl", "val.jsonl"
 ROLLOUT_ENGINES = ("vllm", "sglang")
 MICRO_BATCH_PER_GPU = 4
 
 
 @dataclass(frozen=True)
-class RunSettings:
-    """What ``gem verl config`` asks for; every field has a command-line option."""
+class RunSettings(CommonSettings):
+    """What ``gem verl config`` asks for: the shared settings plus verl's rollout engine."""
 
-    env_ids: tuple[str, ...]
-    model: str
-    out_dir: Path
-    estimator: str = "rebn"
-    gamma: float = 0.9
-    train_size: int = 8192
-    val_size: int = 256
-    seed: int = 0
-    batch_size: int = 64
-    rollouts_per_start: int = 1
-    prompt_length: int = 1024
-    response_length: int = 2048
-    learning_rate: float = 1e-6
-    epochs: int = 1
-    gpus: int = 1
-    nodes: int = 1
     rollout_engine: str = "vllm"
-    options: AgentLoopOptions = field(default_factory=AgentLoopOptions)
 
     def check(self) -> None:
         """Raise a :class:`GemError` for settings verl would reject or GEM cannot serve."""
-        from gem_core.components import ESTIMATORS
-
-        if not self.env_ids:
-            raise GemError("Name at least one environment (--env ENV_ID); `gem envs` lists them.")
-        ESTIMATORS.component(self.estimator)  # unknown names raise, naming the closest ones
-        if not 0.0 <= self.gamma <= 1.0:
-            raise GemError(f"gamma must be within [0, 1], not {self.gamma}.")
+        super().check()
         if self.rollout_engine not in ROLLOUT_ENGINES:
             raise GemError(f"The rollout engine must be one of {', '.join(ROLLOUT_ENGINES)}, "
                            f"not {self.rollout_engine!r}.")
-        for name in ("train_size", "val_size", "batch_size", "rollouts_per_start", "prompt_length",
-                     "response_length", "epochs", "gpus", "nodes"):
-            if getattr(self, name) < 1:
-                raise GemError(f"--{name.replace('_', '-')} must be at least 1.")
-        if self.batch_size > self.train_size:
-            raise GemError(f"The batch size ({self.batch_size}) exceeds the training set "
-                           f"({self.train_size} rows); lower --batch-size or raise --train-size.")
-        if (self.batch_size * self.rollouts_per_start) % (self.gpus * self.nodes):
+        if (self.batch_size * self.rollouts_per_start) % self.total_gpus:
             raise GemError("batch size x rollouts per start must be divisible by the number of GPUs "
-                           f"({self.gpus * self.nodes}), as verl requires.")
+                           f"({self.total_gpus}), as verl requires.")
 
 
 @dataclass(frozen=True)
@@ -85,9 +49,8 @@ class WrittenRun:
     @property
     def command(self) -> str:
         """The native launch command for this config."""
-        return shlex.join([Path(sys.executable).name, "-m", "verl.trainer.main_ppo",
-                           "--config-path", str(self.config.parent),
-                           "--config-name", self.config.stem])
+        return command_line(python_command("-m", "verl.trainer.main_ppo", "--config-path",
+                                           str(self.config.parent), "--config-name", self.config.stem))
 
 
 def write_run(settings: RunSettings, *, progress: Any = None) -> WrittenRun:
@@ -99,43 +62,10 @@ def write_run(settings: RunSettings, *, progress: Any = None) -> WrittenRun:
     yaml = yaml_writer()  # fail before writing anything
     out = settings.out_dir.expanduser().resolve()
     out.mkdir(parents=True, exist_ok=True)
-    train, val = out / TRAIN_FILE, out / VAL_FILE
-    seeds = range(settings.seed, settings.seed + settings.train_size + settings.val_size)
-    starts = [(settings.env_ids[i % len(settings.env_ids)], s) for i, s in enumerate(seeds)]
-    longest = write_dataset(train, starts[:settings.train_size], settings.options, "train", progress)
-    done = settings.train_size
-
-    def val_progress(count: int) -> None:
-        if progress is not None:
-            progress(done + count)
-
-    longest = max(longest, write_dataset(val, starts[settings.train_size:], settings.options, "val",
-                                         val_progress))
+    splits = write_splits(settings, out, dataset_row, progress=progress)
     config = out / f"{CONFIG_NAME}.yaml"
-    config.write_text(config_text(settings, train, val, yaml))
-    return WrittenRun(config, train, val, longest)
-
-
-def write_dataset(path: Path, starts: Sequence[tuple[str, int]], options: AgentLoopOptions,
-                  split: str, progress: Any = None) -> int:
-    """Write one JSON line per (environment id, seed); returns the longest first observation."""
-    from gem_core import make
-    from gem_core.components import apply_wrappers
-
-    longest = 0
-    with open(path, "w", encoding="utf-8") as f:
-        for index, (env_id, seed) in enumerate(starts):
-            env = apply_wrappers(make(env_id), options.wrappers)
-            try:
-                observation, _ = env.reset(seed=seed)
-            finally:
-                env.close()
-            longest = max(longest, len(observation))
-            f.write(json.dumps(dataset_row(env_id, seed, index, split, observation), ensure_ascii=False))
-            f.write("\n")
-            if progress is not None:
-                progress(index + 1)
-    return longest
+    config.write_text(config_text(settings, splits.train, splits.val, yaml))
+    return WrittenRun(config, splits.train, splits.val, splits.longest_prompt)
 
 
 def dataset_row(env_id: str, seed: int, index: int, split: str, observation: str) -> dict[str, Any]:
@@ -167,7 +97,7 @@ def verl_config(settings: RunSettings, train: Path, val: Path) -> dict[str, Any]
             "seed": settings.seed,
         },
         "algorithm": {
-            "adv_estimator": verl_name(settings.estimator),
+            "adv_estimator": library_name(settings.estimator),
             "gamma": settings.gamma,
             "use_kl_in_reward": False,
         },
@@ -227,6 +157,6 @@ def config_text(settings: RunSettings, train: Path, val: Path, yaml: Any) -> str
     return (
         "# verl config for GEM environments, written by `gem verl config`.\n"
         f"# Launch: {command} [key=value ...]\n"
-        "# The `gem` section configures the gem agent loop (see gem_adapters.verl.options).\n"
+        "# The `gem` section configures the gem agent loop (see gem_adapters.common.options).\n"
         f"{body}"
     )

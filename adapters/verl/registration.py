@@ -27,10 +27,11 @@ def register_estimators() -> list[str]:
     """Register every GEM estimator inside verl; returns the names newly registered."""
     from verl.trainer.ppo import core_algos
 
-    from gem_adapters.verl.estimators import VerlEstimator, verl_names
+    from gem_adapters.common.estimators import estimator_names
+    from gem_adapters.verl.estimators import VerlEstimator
 
     added = []
-    for name, gem_name in verl_names().items():
+    for name, gem_name in estimator_names().items():
         existing = core_algos.ADV_ESTIMATOR_REGISTRY.get(name)
         if isinstance(existing, VerlEstimator):
             continue

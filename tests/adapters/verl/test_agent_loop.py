@@ -320,7 +320,7 @@ def test_the_legacy_trainer_is_refused(written_run, chat_tokenizer):
 
 
 def test_rewards_need_one_run_of_model_tokens_per_turn():
-    from gem_adapters.verl.turns import rewards_on_turn_ends, turn_end_positions
+    from gem_adapters.common.turns import rewards_on_turn_ends, turn_end_positions
 
     assert turn_end_positions([1, 1, 0, 0, 1, 0, 1, 1]) == [1, 4, 7]
     assert rewards_on_turn_ends([0, 1, 1, 0, 1], [0.5, 2.0]).tolist() == [0.0, 0.0, 0.5, 0.0, 2.0]

@@ -162,7 +162,7 @@ def test_agent_loop_outputs_through_verl_equal_core_rebn(run_config, chat_tokeni
     rewards = [o["extra_fields"]["turn_scores"] for o in outputs]
     assert [len(r) for r in rewards] != [1, 1, 1, 1]  # several turns per row
     expected = gem_core.get_estimator("rebn")(rewards, gamma=0.9)
-    from gem_adapters.verl.turns import turn_end_positions
+    from gem_adapters.common.turns import turn_end_positions
 
     for row_index, (output, values) in enumerate(zip(outputs, expected)):
         mask = output["response_mask"].bool()

@@ -11,7 +11,7 @@ import textwrap
 
 import pytest
 
-from gem_adapters.verl.estimators import verl_names
+from gem_adapters.common.estimators import estimator_names
 
 PROBE = textwrap.dedent('''
     def probe():
@@ -40,7 +40,7 @@ EXPECTED_AGENT_LOOP = {"_target_": "gem_adapters.verl.agent_loop.GemAgentLoop"}
 
 @pytest.fixture(scope="module")
 def expected_estimators():
-    names = sorted(verl_names())
+    names = sorted(estimator_names())
     assert "rebn" in names and "gem_rebn" in names and "gem_grpo" in names
     return names
 

@@ -1,7 +1,7 @@
 """Where turns sit in a response: a turn is a maximal run of 1s in ``response_mask`` (the model's
 tokens), and its reward goes on the run's last token.
 
-This is the layout the ``gem`` agent loop writes and GEM's estimators read back inside verl.
+This is the layout every adapter writes and GEM's estimators read back inside the training library.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The ``gem`` section of a verl config: how the agent loop plays each environment.
+"""How an adapter plays each environment: the ``gem`` section of a library's config.
 
 .. code-block:: yaml
 
@@ -7,8 +7,8 @@
       max_turns: null                # stop after this many model turns (null: the env's own limit)
       max_tokens_per_turn: null      # cap on one generation (null: what is left of the budget)
 
-verl's ``actor_rollout_ref.rollout.response_length`` is the token budget of a whole episode: every
-model turn and every observation in between.
+The library's own response length is the token budget of a whole episode: every model turn and
+every observation in between.
 """
 
 from __future__ import annotations
@@ -19,14 +19,13 @@ from typing import Any
 
 from gem_core.errors import GemError
 
-#: Observation wrappers that repeat the episode so far in each observation. The agent loop already
-#: keeps the whole conversation in the model's context, so with these the model would read its
-#: history twice.
+#: Observation wrappers that repeat the episode so far in each observation. Adapters keep the whole
+#: conversation in the model's context, so with these the model would read its history twice.
 HISTORY_WRAPPERS = frozenset({"concat", "concat_with_action", "concat_chat", "concat_chat_on_reset"})
 
 
 @dataclass(frozen=True)
-class AgentLoopOptions:
+class EpisodeOptions:
     """Validated contents of the ``gem`` config section."""
 
     wrappers: tuple[str, ...] = ()
@@ -34,13 +33,14 @@ class AgentLoopOptions:
     max_tokens_per_turn: int | None = None
 
     @classmethod
-    def from_config(cls, section: Mapping[str, Any] | None) -> AgentLoopOptions:
-        """Read and check a ``gem`` section (a dict or an OmegaConf node; None for defaults)."""
+    def from_config(cls, section: Mapping[str, Any] | None, *, where: str = "the `gem` section") -> EpisodeOptions:
+        """Read and check a ``gem`` section (a dict or an OmegaConf node; None for defaults).
+        ``where`` names the section in error messages (e.g. "the `gem` section of the verl config")."""
         section = dict(section or {})
         unknown = sorted(set(section) - {"wrappers", "max_turns", "max_tokens_per_turn"})
         if unknown:
             raise GemError(
-                f"Unknown key(s) {', '.join(map(repr, unknown))} in the `gem` section of the verl config; "
+                f"Unknown key(s) {', '.join(map(repr, unknown))} in {where}; "
                 "the accepted keys are 'wrappers', 'max_turns' and 'max_tokens_per_turn'."
             )
         return cls(
@@ -70,8 +70,8 @@ def parse_wrappers(value: Any) -> tuple[str, ...]:
     for name in names:
         if name in HISTORY_WRAPPERS:
             raise GemError(
-                f"Wrapper {name!r} repeats the episode so far in every observation, but the gem agent "
-                "loop already keeps the whole conversation in the model's context. Remove it from "
+                f"Wrapper {name!r} repeats the episode so far in every observation, but the adapter "
+                "already keeps the whole conversation in the model's context. Remove it from "
                 "gem.wrappers."
             )
         WRAPPERS.component(name)  # an unknown name raises, naming the closest ones

@@ -1,0 +1,13 @@
+"""What every training-library adapter does alike, written once.
+
+* :mod:`~gem_adapters.common.options`: the episode options (wrappers, turn and token limits).
+* :mod:`~gem_adapters.common.settings`: the settings every ``gem <library> config`` shares.
+* :mod:`~gem_adapters.common.dataset`: the (environment id, seed) rows a library's dataloader reads.
+* :mod:`~gem_adapters.common.cli`: the shared command-line options and what a config command prints.
+* :mod:`~gem_adapters.common.launch`: launch commands as one shell line.
+* :mod:`~gem_adapters.common.session`: one GEM episode driven by text, for libraries that generate.
+* :mod:`~gem_adapters.common.turns`: where turns and their rewards sit in a token row.
+* :mod:`~gem_adapters.common.estimators`: GEM's estimators on token rows, named as libraries see them.
+
+Nothing here imports a training library; torch is imported only by the token-level helpers.
+"""

@@ -1,0 +1,67 @@
+"""GEM's advantage estimators as training libraries see them: names, and token rows in and out.
+
+A library that trains on token rows hands over one row per episode: ``token_level_rewards`` with
+each turn's reward on a token of that turn (the adapters put it on the turn's last model token, see
+:mod:`gem_adapters.common.turns`) and a mask that is 1 on the model's tokens. The per-turn rewards
+are read back from the tokens, the GEM estimator runs on them with ``gamma`` across turns, and each
+turn's advantage goes on every token of that turn.
+
+Inside a library every GEM estimator is named ``gem_<name>`` (``gem_rebn``, ``gem_grpo``, ...), and
+ReBN is also plainly ``rebn``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+PLAIN_NAMES = ("rebn",)  # GEM estimators also offered under their own name
+
+
+def library_name(gem_name: str) -> str:
+    """The name GEM's estimator ``gem_name`` has inside a training library."""
+    return gem_name if gem_name in PLAIN_NAMES else f"gem_{gem_name}"
+
+
+def estimator_names() -> dict[str, str]:
+    """Every name GEM offers a library, mapped to its GEM estimator."""
+    from gem_core.components import ESTIMATORS
+
+    names = {f"gem_{name}": name for name in ESTIMATORS.names()}
+    names.update({name: name for name in PLAIN_NAMES if name in ESTIMATORS})
+    return names
+
+
+def gem_estimator(name: str) -> str:
+    """The GEM estimator behind ``name``, given as GEM names it (``rebn``, ``grpo``) or as a library
+    sees it (``gem_grpo``); an unknown name raises :class:`~gem_core.UnknownNameError` naming the
+    closest ones."""
+    from gem_core.components import ESTIMATORS
+
+    if name not in ESTIMATORS and name in estimator_names():
+        name = estimator_names()[name]
+    ESTIMATORS.component(name)
+    return name
+
+
+def token_estimate(estimator: str, token_level_rewards: Any, response_mask: Any, *, gamma: float,
+                   group_ids: Any = None, all_reduce: Any = None) -> tuple[Any, Any]:
+    """``(advantages, returns)`` for token rows, both shaped like ``token_level_rewards``.
+
+    ``advantages`` are the GEM estimator's per-turn advantages on each turn's tokens; ``returns``
+    the discounted per-turn returns ``G_t`` on each turn's tokens. ``group_ids`` (one per row) serve
+    the group estimators; ``all_reduce`` (e.g. :func:`gem_core.estimators.torch_all_reduce`) makes
+    batch statistics cover every data-parallel rank, for the estimators that take batch statistics
+    (group estimators normalise within each group and ignore it).
+    """
+    import inspect
+
+    from gem_core import get_estimator
+    from gem_core.estimators import token_advantages
+
+    name = gem_estimator(estimator)
+    takes_all_reduce = "all_reduce" in inspect.signature(get_estimator(name)).parameters
+    options = {"all_reduce": all_reduce} if all_reduce is not None and takes_all_reduce else {}
+    advantages = token_advantages(name, token_level_rewards, response_mask, gamma=gamma,
+                                  group_ids=group_ids, **options)
+    returns = token_advantages("reinforce", token_level_rewards, response_mask, gamma=gamma)
+    return advantages, returns

@@ -1,0 +1,103 @@
+"""EnvSession: one episode driven by text, as every adapter's rollout code drives it."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+import pytest
+
+from gem_adapters.common.options import EpisodeOptions
+from gem_adapters.common.session import EnvSession
+from gem_core import Env, GemError, UnknownEnvError
+
+EASY = "game:GuessTheNumber-v0-easy"
+
+
+def play(session: EnvSession, actions: list[str]):
+    async def run():
+        observations = [await session.reset()]
+        outcomes = []
+        for action in actions:
+            outcome = await session.step(action)
+            outcomes.append(outcome)
+            observations.append(outcome.observation)
+            if outcome.done:
+                break
+        return observations, outcomes
+
+    with session:
+        return asyncio.run(run())
+
+
+def test_a_session_plays_the_environment_as_gem_core_does():
+    import gem_core
+
+    actions = [f"\\boxed{{{guess}}}" for guess in range(1, 11)]
+    observations, outcomes = play(EnvSession.start(EASY, 7), actions)
+    env = gem_core.make(EASY)
+    expected = [env.reset(seed=7)[0]]
+    for action, outcome in zip(actions, outcomes):
+        observation, reward, terminated, truncated, _ = env.step(action)
+        expected.append(observation)
+        assert outcome.reward == reward
+        if terminated or truncated:
+            assert outcome.stop == ("terminated" if terminated else "truncated")
+            break
+        assert outcome.stop is None
+    assert observations == expected
+    assert outcomes[-1].done and len(outcomes) == len(expected) - 1
+
+
+def test_max_turns_stops_the_episode():
+    session = EnvSession.start(EASY, 0, EpisodeOptions(max_turns=2))
+    _, outcomes = play(session, ["\\boxed{1}"] * 5)  # seed 0's number is higher than 1
+    assert [o.stop for o in outcomes] == [None, "max_turns"]
+    assert session.turns == 2 and not session.terminated
+
+
+class FailingStep(Env):
+    def reset(self, seed=None, **options):
+        super().reset(seed)
+        return "go", {}
+
+    def step(self, action):
+        if action == "boom":
+            raise RuntimeError("disk on fire")
+        return "again", 0.5, False, False, {}
+
+
+class FailingReset(FailingStep):
+    calls: list = []
+
+    def reset(self, seed=None, **options):
+        FailingReset.calls.append(seed)
+        raise OSError("no such puzzle")
+
+
+def test_an_environment_raising_in_step_ends_the_episode_truncated(caplog):
+    session = EnvSession(FailingStep(), "test:FailingStep", 3, EpisodeOptions())
+    with caplog.at_level(logging.ERROR, logger="gem_adapters"):
+        _, outcomes = play(session, ["fine", "boom", "never"])
+    assert [o.stop for o in outcomes] == [None, "env_error"]
+    assert [o.reward for o in outcomes] == [0.5, 0.0] and session.rewards == [0.5, 0.0]
+    assert "disk on fire" in outcomes[-1].observation and not session.terminated
+    assert "test:FailingStep" in caplog.text and "turn 2" in caplog.text
+
+
+def test_a_reset_that_keeps_failing_is_retried_with_other_seeds_then_ends_at_the_first_step(caplog):
+    FailingReset.calls = []
+    session = EnvSession(FailingReset(), "test:FailingReset", 5, EpisodeOptions())
+    with caplog.at_level(logging.ERROR, logger="gem_adapters"):
+        observations, outcomes = play(session, ["anything", "more"])
+    assert len(FailingReset.calls) == 3 and FailingReset.calls[0] == 5 and len(set(FailingReset.calls)) == 3
+    assert "no such puzzle" in observations[0]
+    assert [o.stop for o in outcomes] == ["env_error"] and session.rewards == [0.0]
+    assert caplog.text.count("failed to reset") == 3
+
+
+def test_configuration_mistakes_raise_before_any_episode():
+    with pytest.raises(UnknownEnvError):
+        EnvSession.start("game:GuesTheNumber-v0", 0)
+    with pytest.raises(GemError, match="concat_chat"):
+        EnvSession.start(EASY, 0, EpisodeOptions.from_config({"wrappers": "concat_chat"}))

@@ -1,0 +1,82 @@
+"""The shared settings, dataset rows and estimator bridge of the adapters."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from gem_adapters.common.dataset import episode_starts, first_observation, write_splits
+from gem_adapters.common.estimators import estimator_names, gem_estimator, library_name, token_estimate
+from gem_adapters.common.settings import RunSettings
+from gem_core import GemError, UnknownEnvError, UnknownNameError
+from tests.adapters import conformance as c
+
+EASY, HARD = "game:GuessTheNumber-v0-easy", "game:GuessTheNumber-v0-hard"
+
+
+def settings(**changes) -> RunSettings:
+    fields = {"env_ids": (EASY, HARD), "model": "m", "out_dir": Path("out"), "train_size": 6, "val_size": 2,
+              "batch_size": 2, "seed": 10}
+    return RunSettings(**{**fields, **changes})
+
+
+@pytest.mark.parametrize("changes, error, message", [
+    ({"env_ids": ("game:GuessTheNumbr-v0-easy",)}, UnknownEnvError, "GuessTheNumber-v0-easy"),
+    ({"env_ids": ()}, GemError, "--env"),
+    ({"estimator": "reban"}, UnknownNameError, "rebn"),
+    ({"gamma": 1.5}, GemError, "gamma"),
+    ({"rollouts_per_start": 0}, GemError, "--n must be"),
+    ({"batch_size": 7}, GemError, "--batch-size or raise --train-size"),
+    ({"learning_rate": 0.0}, GemError, "--lr"),
+])
+def test_bad_settings_name_the_fix(changes, error, message):
+    with pytest.raises(error, match=message):
+        settings(**changes).check()
+
+
+def test_starts_alternate_environments_with_disjoint_seeds(tmp_path):
+    train, val = episode_starts(settings())
+    assert train == [(EASY, 10), (HARD, 11), (EASY, 12), (HARD, 13), (EASY, 14), (HARD, 15)]
+    assert val == [(EASY, 16), (HARD, 17)]
+    counts = []
+    written = write_splits(settings(), tmp_path, lambda env_id, seed, index, split, observation: {
+        "env_id": env_id, "seed": seed, "index": index, "split": split, "prompt": observation},
+        progress=counts.append)
+    rows = [json.loads(line) for line in written.val.read_text().splitlines()]
+    assert [(r["env_id"], r["seed"], r["index"], r["split"]) for r in rows] == [(EASY, 16, 0, "val"), (HARD, 17, 1, "val")]
+    assert rows[1]["prompt"] == first_observation(HARD, 17, settings().options)
+    assert counts == list(range(1, 9)) and written.longest_prompt == max(
+        len(first_observation(e, s, settings().options)) for e, s in train + val)
+
+
+def test_estimator_names_as_libraries_see_them():
+    assert library_name("rebn") == "rebn" and library_name("grpo") == "gem_grpo"
+    assert estimator_names()["gem_grpo"] == "grpo" and estimator_names()["rebn"] == "rebn"
+    assert gem_estimator("gem_rloo") == "rloo" and gem_estimator("rebn") == "rebn"
+    with pytest.raises(UnknownNameError, match="rebn"):
+        gem_estimator("rbn")
+
+
+def test_token_estimate_gives_gem_cores_values_on_the_conformance_batch():
+    import torch
+
+    rewards, mask = c.token_rows()
+    advantages, returns = token_estimate("rebn", rewards, mask, gamma=c.GAMMA)
+    c.assert_per_token(advantages, c.REBN)
+    c.assert_per_token(returns, c.RETURNS)
+    calls = []
+
+    def all_reduce(values):  # one rank: a sum over ranks is the identity; recorded
+        calls.append(values.copy())
+        return values
+
+    rebn, _ = token_estimate("gem_rebn", rewards, mask, gamma=c.GAMMA, all_reduce=all_reduce)
+    c.assert_per_token(rebn, c.REBN)
+    assert calls, "ReBN's batch statistics go through all_reduce"
+    grouped_rewards, grouped_mask = c.token_rows(c.GROUPED, c.LAYOUT[:2])
+    grpo, _ = token_estimate("grpo", grouped_rewards, grouped_mask, gamma=c.GAMMA, group_ids=list(c.GROUP_IDS),
+                             all_reduce=all_reduce)  # group estimators ignore all_reduce
+    c.assert_per_token(grpo, c.GRPO, c.LAYOUT[:2])
+    assert advantages.dtype == torch.float32

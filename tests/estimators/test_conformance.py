@@ -1,0 +1,30 @@
+"""The adapters' conformance batch (tests/adapters/conformance.py) holds gem_core's values."""
+
+import numpy as np
+import pytest
+
+import gem_core
+from tests.adapters import conformance as c
+
+
+def test_the_literal_returns_and_rebn_are_gem_cores():
+    returns = gem_core.get_estimator("reinforce")(list(c.EPISODES), gamma=c.GAMMA)
+    np.testing.assert_allclose(c.flat(returns), c.flat(c.RETURNS), atol=1e-12)
+    rebn = gem_core.get_estimator("rebn")(list(c.EPISODES), gamma=c.GAMMA)
+    np.testing.assert_allclose(c.flat(rebn), c.flat(c.REBN), atol=1e-9)
+    grpo = gem_core.get_estimator("grpo")(list(c.GROUPED), gamma=c.GAMMA, group_ids=list(c.GROUP_IDS))
+    np.testing.assert_allclose(c.flat(grpo), c.flat(c.GRPO), atol=1e-9)
+
+
+def test_token_rows_put_each_reward_on_its_turns_last_model_token():
+    torch = pytest.importorskip("torch")
+    rewards, mask = c.token_rows()
+    assert mask.tolist()[1] == [1, 1, 0, 1, 0, 0, 1, 1, 1]
+    assert rewards[1].tolist() == [0, 0, 0, 0, 0, 0, 0, 0, 0.5]
+    from gem_core.estimators import token_advantages
+
+    advantages = token_advantages("rebn", rewards, mask, gamma=c.GAMMA)
+    c.assert_per_token(advantages)
+    with pytest.raises(AssertionError, match="differ"):
+        c.assert_per_token(advantages + 0.01 * mask)
+    assert torch.equal(c.on_tokens(c.REBN)[mask == 0], torch.zeros(int((mask == 0).sum()), dtype=torch.float64))
