@@ -87,3 +87,40 @@ class Guesser:
 @pytest.fixture
 def engine_for(smollm2_tokenizer):
     return lambda answer: ScriptedEngine(smollm2_tokenizer, answer)
+
+
+class Parsed(Exception):
+    """Raised in place of OpenRLHF's training, carrying the arguments its parser produced."""
+
+    def __init__(self, args: Any):
+        super().__init__("parsed")
+        self.parsed = args
+
+
+@pytest.fixture
+def openrlhf_parse(monkeypatch):
+    """Runs OpenRLHF's own command-line module (``openrlhf.cli.train_ppo_ray`` as ``__main__``: its
+    argparse parser and its checks) on the given flags, and returns the parsed arguments where
+    training would start. Ray is reported as running so that OpenRLHF does not start it."""
+    import runpy
+    import sys
+
+    import openrlhf.utils
+    import ray
+
+    def stop(args):
+        raise Parsed(args)
+
+    monkeypatch.setattr(ray, "is_initialized", lambda: True)
+    monkeypatch.setattr(openrlhf.utils, "get_strategy", stop)
+
+    def parse(argv: list[str], *, run: Callable[[], Any] | None = None) -> Any:
+        monkeypatch.setattr(sys, "argv", ["train_ppo_ray", *argv])
+        with pytest.raises(Parsed) as parsed:
+            if run is None:
+                runpy.run_module("openrlhf.cli.train_ppo_ray", run_name="__main__")
+            else:
+                run()
+        return parsed.value.parsed
+
+    return parse
