@@ -38,10 +38,10 @@ def config(**options: object) -> None:
     with writing_progress(settings.train_size + settings.val_size) as progress:
         written = write_run(settings, progress=progress)
     report_run(
-        [("train", written.train, f"{settings.train_size} rows"),
-         ("val", written.val, f"{settings.val_size} rows"),
+        [("train", written.splits.train, f"{settings.train_size} rows"),
+         ("val", written.splits.val, f"{settings.val_size} rows"),
          ("agent", written.agent, "pass as --train.agent_func_path")],
         written.command,
-        notes=[f"longest first observation: {written.longest_prompt} characters "
+        notes=[f"longest first observation: {written.splits.longest_prompt} characters "
                f"(prompt budget: {settings.prompt_length} tokens)"],
     )

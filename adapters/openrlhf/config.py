@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gem_adapters.common.dataset import write_splits
+from gem_adapters.common.dataset import WrittenSplits, write_splits
 from gem_adapters.common.launch import command_line, python_command
 from gem_adapters.common.settings import RunSettings
 from gem_adapters.openrlhf.labels import encode_label
@@ -46,10 +46,8 @@ AgentExecutor = agent_executor(OPTIONS)
 
 @dataclass(frozen=True)
 class WrittenRun:
-    train: Path
-    val: Path
+    splits: WrittenSplits  # the datasets
     agent: Path
-    longest_prompt: int  # characters of the longest first observation
     argv: tuple[str, ...]  # the launch command
 
     @property
@@ -76,8 +74,7 @@ def write_run(settings: RunSettings, *, progress: Any = None) -> WrittenRun:
     splits = write_splits(settings, out, dataset_row, progress=progress)
     agent = out / AGENT_FILE
     agent.write_text(agent_file_text(settings), encoding="utf-8")
-    return WrittenRun(splits.train, splits.val, agent, splits.longest_prompt,
-                      tuple(launch_argv(settings, splits.train, splits.val, agent)))
+    return WrittenRun(splits, agent, tuple(launch_argv(settings, splits.train, splits.val, agent)))
 
 
 def dataset_row(env_id: str, seed: int, index: int, split: str, observation: str) -> dict[str, Any]:

@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import json
 import shlex
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -17,22 +15,17 @@ import gem_core
 from gem_adapters.openrlhf import ESTIMATOR_VARIABLE, hook, train
 from gem_adapters.openrlhf.estimators import uninstall
 from gem_adapters.openrlhf.labels import decode_label
+from tests.helpers import gem_command as gem
 
 EASY, HARD = "game:GuessTheNumber-v0-easy", "game:GuessTheNumber-v0-hard"
-
-
-def gem(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "gem_core.cli", *args], capture_output=True, text=True,
-                          timeout=timeout)
 
 
 @pytest.fixture(scope="module")
 def cli_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("cli") / "gtn"
-    result = gem("openrlhf", "config", "--env", EASY, "--env", HARD, "--model", "Qwen/Qwen3-0.6B",
-                 "--out", str(out), "--train-size", "10", "--val-size", "4", "--batch-size", "5",
-                 "--n", "2", "--gamma", "0.8", "--max-turns", "6", "--seed", "100", "--prompt-length", "512",
-                 "--response-length", "1536")
+    result = gem("openrlhf", "config", "--env", EASY, "--env", HARD, "--model", "Qwen/Qwen3-0.6B", "--out", str(out),
+                 "--train-size", "10", "--val-size", "4", "--batch-size", "5", "--n", "2", "--gamma", "0.8",
+                 "--max-turns", "6", "--seed", "100", "--prompt-length", "512", "--response-length", "1536")
     assert result.returncode == 0, result.stderr
     return out, result
 
