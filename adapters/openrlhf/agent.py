@@ -48,7 +48,12 @@ STOP_REASONS = (*SESSION_STOP_REASONS, "max_length")
 class ChatFormat:
     """The text around turns, from the tokenizer's chat template: the first prompt, and what
     follows a model answer before the next one (the end of the answer's turn, the observation as
-    a user message, the generation prompt)."""
+    a user message, the generation prompt).
+
+    The latter is read off a probe conversation rendered with the template: whatever follows a
+    probe answer once a user message is added. Templates that rewrite earlier turns when one is
+    added (such as Qwen3's, which drops past reasoning) change only what precedes the answer.
+    """
 
     PROBE_USER, PROBE_ANSWER = "Hello.", "GEM-ANSWER-PROBE"
 
@@ -57,11 +62,6 @@ class ChatFormat:
         if not getattr(tokenizer, "chat_template", None):
             raise GemError("The GEM agent formats turns with the tokenizer's chat template, but this "
                            "tokenizer has none; train a chat (instruct) model.")
-        conversation = [{"role": "user", "content": self.PROBE_USER},
-                        {"role": "assistant", "content": self.PROBE_ANSWER}]
-        self.history = self.render(conversation)
-        self.conversation = conversation
-        self.closing = self.history[self.history.rindex(self.PROBE_ANSWER) + len(self.PROBE_ANSWER):]
 
     def render(self, messages: list[dict[str, str]], *, generation_prompt: bool = False) -> str:
         return self.tokenizer.apply_chat_template(messages, tokenize=False,
@@ -71,13 +71,14 @@ class ChatFormat:
         return self.render([{"role": "user", "content": observation}], generation_prompt=True)
 
     def after_answer(self, answer_ids: list[int], observation: str) -> str:
-        full = self.render([*self.conversation, {"role": "user", "content": observation}], generation_prompt=True)
-        if not full.startswith(self.history):
-            raise GemError("This tokenizer's chat template rewrites earlier turns when a turn is added, "
-                           "so a multi-turn episode cannot be one growing token sequence.")
+        probe = self.render([{"role": "user", "content": self.PROBE_USER},
+                             {"role": "assistant", "content": self.PROBE_ANSWER},
+                             {"role": "user", "content": observation}], generation_prompt=True)
+        after = probe[probe.rindex(self.PROBE_ANSWER) + len(self.PROBE_ANSWER):]
+        # The answer may already hold the start of that text (its end-of-turn token).
         answer = self.tokenizer.decode(answer_ids, skip_special_tokens=False)
-        written = next(k for k in range(len(self.closing), -1, -1) if answer.endswith(self.closing[:k]))
-        return self.closing[written:] + full[len(self.history):]
+        written = next(k for k in range(min(len(after), len(answer)), -1, -1) if answer.endswith(after[:k]))
+        return after[written:]
 
 
 class TurnLimitedEngine:

@@ -193,3 +193,22 @@ def test_the_agent_file_refuses_bad_options(tmp_path):
     with pytest.raises(GemError, match="concat_chat"):
         _load_agent_executor(str(path))
     assert json.loads(encode_label(EASY, 1)) == {"env_id": EASY, "seed": 1}
+
+
+def test_a_template_that_rewrites_past_turns_still_gives_the_text_between_turns(smollm2_tokenizer):
+    """Like Qwen3's template, which shows reasoning only in the turn after the last user message."""
+    import copy
+
+    from gem_adapters.openrlhf.agent import ChatFormat
+
+    tokenizer = copy.deepcopy(smollm2_tokenizer)
+    tokenizer.chat_template = (
+        "{% for m in messages %}<|im_start|>{{ m['role'] }}\n"
+        "{% if m['role'] == 'assistant' and loop.last %}<think></think>{% endif %}"
+        "{{ m['content'] }}<|im_end|>\n{% endfor %}"
+        "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
+    chat = ChatFormat(tokenizer)
+    answer = tokenizer.encode("<think>hmm</think>\\boxed{3}<|im_end|>", add_special_tokens=False)
+    assert chat.after_answer(answer, "Higher.") == "\n<|im_start|>user\nHigher.<|im_end|>\n<|im_start|>assistant\n"
+    cut = tokenizer.encode("\\boxed{3", add_special_tokens=False)  # an answer cut by a token limit
+    assert chat.after_answer(cut, "Higher.").startswith("<|im_end|>\n<|im_start|>user\nHigher.")
