@@ -326,3 +326,29 @@ def test_rewards_need_one_run_of_model_tokens_per_turn():
     assert rewards_on_turn_ends([0, 1, 1, 0, 1], [0.5, 2.0]).tolist() == [0.0, 0.0, 0.5, 0.0, 2.0]
     with pytest.raises(GemError, match="2 model turn\\(s\\) but 3 reward"):
         rewards_on_turn_ends([1, 0, 1], [0.1, 0.2, 0.3])
+
+
+class FlakyEnv(gem_core.Env):
+    """Answers the first turn, then fails as user code can."""
+
+    def reset(self, seed=None, **options):
+        super().reset(seed)
+        self.turn = 0
+        return "Guess a number in \\boxed{}.", {}
+
+    def step(self, action):
+        self.turn += 1
+        if self.turn == 2:
+            raise RuntimeError("the puzzle server went away")
+        return "Lower. Guess again.", 0.25, False, False, {}
+
+
+def test_an_environment_failing_mid_episode_ends_it_truncated(run_config, chat_tokenizer, caplog):
+    if "test:FlakyEnv-v0" not in {spec.id for spec in gem_core.list_envs("test:*")}:
+        gem_core.register("test:FlakyEnv-v0", FlakyEnv)
+    with caplog.at_level("ERROR", logger="gem_adapters"):
+        output, server = play(run_config, chat_tokenizer, lambda prompt: "\\boxed{3}", row("test:FlakyEnv-v0", 4))
+    assert output.extra_fields["gem_stop"] == "env_error"
+    assert output.turn_rewards == [0.25, 0.0] and len(server.calls) == 2
+    assert len(runs(output.response_mask)) == 2  # both turns are trained on, the failure with reward 0
+    assert "the puzzle server went away" in caplog.text and "test:FlakyEnv-v0" in caplog.text

@@ -169,3 +169,20 @@ def test_agent_loop_outputs_through_verl_equal_core_rebn(run_config, chat_tokeni
         ends = turn_end_positions(mask)
         assert advantages[row_index, ends].double().numpy() == pytest.approx(values, abs=1e-5)
         assert not advantages[row_index, len(mask):].any() and not advantages[row_index, :len(mask)][~mask].any()
+
+
+def test_the_conformance_batch_through_verls_compute_advantage():
+    """The batch every adapter stage checks: verl's own compute_advantage with GEM's estimators
+    gives gem_core's ReBN per token, and GRPO for a two-episode group."""
+    from verl import DataProto
+
+    from tests.adapters import conformance as c
+
+    rewards, mask = c.token_rows()
+    data = DataProto.from_dict(tensors={"token_level_rewards": rewards, "response_mask": mask},
+                               non_tensors={"uid": np.array(["a", "b", "c"], dtype=object)})
+    c.assert_per_token(verl_advantages(data, "rebn", c.GAMMA).batch["advantages"], c.REBN)
+    rewards, mask = c.token_rows(c.GROUPED, c.LAYOUT[:2])
+    data = DataProto.from_dict(tensors={"token_level_rewards": rewards, "response_mask": mask},
+                               non_tensors={"uid": np.array(c.GROUP_IDS, dtype=object)})
+    c.assert_per_token(verl_advantages(data, "gem_grpo", c.GAMMA).batch["advantages"], c.GRPO, c.LAYOUT[:2])
