@@ -35,9 +35,9 @@ import torch
 from openrlhf.utils.agent import AgentInstanceBase, MultiTurnAgentExecutor
 
 from gem_adapters.common.options import EpisodeOptions
-from gem_adapters.openrlhf.labels import decode_label, encode_label
 from gem_adapters.common.session import STOP_REASONS as SESSION_STOP_REASONS
 from gem_adapters.common.session import EnvSession
+from gem_adapters.openrlhf.labels import decode_label, encode_label
 from gem_core.errors import GemError
 
 #: Why an episode stopped, kept in the label's ``stop``: EnvSession's reasons, or OpenRLHF's
@@ -102,10 +102,9 @@ class Episode:
 
     def __init__(self, label: Any, options: EpisodeOptions, tokenizer: Any, engine: Any):
         self.label = decode_label(label)
+        self.chat, self.tokenizer = ChatFormat(tokenizer), tokenizer
         seed = self.label.get("seed")
         self.session = EnvSession.start(self.label["env_id"], None if seed is None else int(seed), options)
-        self.chat = ChatFormat(tokenizer)
-        self.tokenizer = tokenizer
         self.engine = TurnLimitedEngine(engine, options.max_tokens_per_turn)
 
     async def reset(self) -> dict[str, Any]:
