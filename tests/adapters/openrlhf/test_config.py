@@ -115,6 +115,7 @@ def test_bad_flags_of_the_entry_point_fail_before_anything_starts(argv, message,
     (["--env", "game:GuessTheNumbr-v0-easy"], "GuessTheNumber-v0-easy"),
     (["--env", EASY, "--estimator", "rebm"], "rebn"),
     (["--env", EASY, "--wrappers", "concat_chat"], "concat_chat"),
+    (["--env", EASY, "--estimator", "grpo"], "--n 2 or more"),
 ])
 def test_bad_input_fails_before_anything_is_written(tmp_path, option, message):
     out = tmp_path / "run"
