@@ -120,6 +120,7 @@ class Trainer:
             source = base
         self.tokenizer = load_tokenizer(source, chat_template=c.chat_template)
         lora = LoraSettings(rank=c.lora_rank, alpha=c.lora_alpha) if c.lora and self.resume is None else None
+        torch.manual_seed(c.seed)  # new LoRA weights are drawn from torch's generator: the same run, the same draw
         self.model = load_model(source, device=self.device, dtype=self.dtype, lora=lora)
         self.parameters = [p for p in self.model.parameters() if p.requires_grad]
         if not self.parameters:
