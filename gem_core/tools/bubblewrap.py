@@ -138,9 +138,13 @@ DROP_PRIVILEGES = (
 
 @contextlib.contextmanager
 def sandbox_argv(python: Interpreter, program_args: list[str], *, tmp_bytes: int,
-                 files: dict[str, int], drops_privileges: bool = False) -> Iterator[tuple[list[str], list[int]]]:
+                 files: dict[str, int], drops_privileges: bool = False,
+                 writable_dirs: tuple[str, ...] = ()) -> Iterator[tuple[list[str], list[int]]]:
     """The bwrap command running ``python program_args`` with ``files`` (name -> readable fd)
     placed in the working directory, and the fds it needs passed; valid inside the block.
+
+    ``writable_dirs`` are absolute paths that get private tmpfs mounts of ``tmp_bytes`` each,
+    writable by the program, like ``/tmp``.
 
     With ``drops_privileges=True`` the program itself starts with :data:`DROP_PRIVILEGES`;
     otherwise ``setpriv`` switches users before it starts."""
@@ -159,6 +163,8 @@ def sandbox_argv(python: Interpreter, program_args: list[str], *, tmp_bytes: int
                      "--cap-drop", "ALL", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
             fds = [userns.fd]
         argv += ["--hostname", "sandbox", "--die-with-parent", "--new-session", *_mounts(python, tmp_bytes)]
+        for path in writable_dirs:
+            argv += ["--perms", "1777", "--size", str(tmp_bytes), "--tmpfs", path]
         for name, fd in files.items():
             argv += ["--file", str(fd), f"{WORKDIR}/{name}"]
         argv += ["--remount-ro", "/", "--chdir", WORKDIR, "--"]
