@@ -15,6 +15,7 @@ import io
 import json
 import os
 import select
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -23,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gem_core.tools import bubblewrap
-from gem_core.tools.bubblewrap import SandboxError, SandboxUnavailableError
+from gem_core.tools.bubblewrap import SandboxConfigError, SandboxError, SandboxUnavailableError
 from gem_core.tools.sandbox import Limits
 
 TESTS_DIR = "/tests"
@@ -72,10 +73,14 @@ class TerminalSandbox:
     def __init__(self, limits: Limits, workdir: str = "/app", env: Mapping[str, str] | None = None,
                  python: str | None = None):
         self.limits, self.workdir = limits, workdir
-        interpreter = bubblewrap.interpreter(python or sys.executable)
+        interpreter = bubblewrap.interpreter(python or _system_python())
         problem = bubblewrap.problem(interpreter)
         if problem is not None:
             raise SandboxUnavailableError(problem)
+        for mount in interpreter.mounts:
+            if mount == workdir or mount.startswith(workdir.rstrip("/") + "/"):
+                raise SandboxConfigError(f"The workspace {workdir} would hide {mount}, which the sandbox's Python "
+                                         "needs; use another workspace folder, or install python3 in /usr.")
         shell_env = {"PATH": SHELL_PATH, "HOME": workdir, "TMPDIR": "/tmp", "LANG": "C.UTF-8", "TERM": "dumb",
                      "USER": "nobody", **(env or {})}
         config = json.dumps({"env": shell_env, "cwd": workdir})
@@ -181,6 +186,12 @@ def tar_archive(items: list[tuple[Path, str]]) -> bytes:
         for path, name in items:
             tar.add(str(path), arcname=name)
     return buffer.getvalue()
+
+
+@functools.lru_cache(maxsize=1)
+def _system_python() -> str:
+    """The ``python3`` the shell finds, which the supervisor runs on; this interpreter if none."""
+    return shutil.which("python3", path=SHELL_PATH) or sys.executable
 
 
 @functools.lru_cache(maxsize=1)
