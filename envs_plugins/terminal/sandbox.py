@@ -19,6 +19,7 @@ import shutil
 import subprocess
 import sys
 import tarfile
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -93,6 +94,7 @@ class TerminalSandbox:
             self._proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                           stderr=subprocess.DEVNULL, pass_fds=fds, cwd="/", start_new_session=True)
         self._closed = False
+        self._lock = threading.Lock()
         self._proc.stdin.write(json.dumps(bootstrap).encode() + b"\n" + config.encode() + b"\n")
         self._proc.stdin.flush()
         if self._reply(60.0) != {"ready": True}:
@@ -155,6 +157,10 @@ class TerminalSandbox:
         self.close()
 
     def _request(self, request: dict, timeout: float) -> dict:
+        with self._lock:  # one request at a time: replies come in order
+            return self._exchange(request, timeout)
+
+    def _exchange(self, request: dict, timeout: float) -> dict:
         if not self.alive:
             raise SandboxError("The terminal sandbox has ended (it was closed, or its supervisor died).")
         try:
