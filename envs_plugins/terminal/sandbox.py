@@ -26,7 +26,7 @@ from pathlib import Path
 
 from gem_core.tools import bubblewrap
 from gem_core.tools.bubblewrap import SandboxConfigError, SandboxError, SandboxUnavailableError
-from gem_core.tools.sandbox import Limits
+from gem_core.tools.sandbox import SET_LIMITS, Limits
 
 TESTS_DIR = "/tests"
 LOGS_DIR = "/logs"
@@ -36,15 +36,7 @@ _REPLY_SLACK = 30.0  # seconds beyond a request's own time limit before the supe
 # Runs first in the sandbox's interpreter: drop to the sandbox user, apply the limits (inherited
 # by the shell and everything it starts), then run the supervisor.
 _BOOTSTRAP = """\
-{drop_privileges}import resource as _r
-for _k, _soft, _hard in {limits!r}:
-    _k = getattr(_r, _k)
-    _max = _r.getrlimit(_k)[1]
-    if _max >= 0:
-        _soft, _hard = min(_soft, _max), min(_hard, _max)
-    _r.setrlimit(_k, (_soft, _hard))
-del _r, _k, _soft, _hard, _max
-exec(compile({source!r}, "supervisor.py", "exec"))
+{drop_privileges}{set_limits}exec(compile({source!r}, "supervisor.py", "exec"))
 """
 # The program line stays short (``ps`` shows it): the bootstrap and the configuration come first
 # on standard input.
@@ -86,7 +78,8 @@ class TerminalSandbox:
                      "USER": "nobody", **(env or {})}
         config = json.dumps({"env": shell_env, "cwd": workdir})
         bootstrap = _BOOTSTRAP.format(drop_privileges=bubblewrap.DROP_PRIVILEGES,
-                                      limits=limits.rlimits(processes=True), source=_supervisor_source())
+                                      set_limits=SET_LIMITS.format(limits=limits.rlimits(processes=True)),
+                                      source=_supervisor_source())
         program = ["-I", "-S", "-B", "-c", _LOADER]
         with bubblewrap.sandbox_argv(interpreter, program, tmp_bytes=limits.tmp_mb << 20, files={},
                                      drops_privileges=True,
