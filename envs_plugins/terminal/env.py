@@ -19,7 +19,7 @@ from typing import Any
 
 from gem_core.core import Env
 from gem_core.errors import GemError
-from gem_core.tools.sandbox import Limits
+from gem_core.tools.sandbox import Limits, SandboxError
 
 from gem_envs.terminal.sandbox import LOGS_DIR, TESTS_DIR, CommandResult, TerminalSandbox, tar_archive
 from gem_envs.terminal.tasks import DIFFICULTIES, HARBOR, TerminalTask, builtin_tasks, load_tasks
@@ -222,7 +222,14 @@ class TerminalEnv(Env):
         if self.done or self.sandbox is None:
             raise GemError("The episode is over: call reset() first.")
         self.turn += 1
-        parsed = parse_action(action)
+        try:
+            return self._step(parse_action(action))
+        except SandboxError as e:  # the sandbox died under the agent (say, `kill -9 -1`): nothing to grade
+            self.close()
+            return (f"[the sandbox ended: {e}] The episode ends ungraded.", 0.0, True, False,
+                    {**Grade(0.0).info(), "sandbox_error": str(e)})
+
+    def _step(self, parsed: Action) -> tuple[str, float, bool, bool, dict[str, Any]]:
         if parsed.kind == "bash":
             timeout = min(parsed.timeout or self.command_timeout, self.limits.timeout)
             result = self.sandbox.run(parsed.command, timeout)

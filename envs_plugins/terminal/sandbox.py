@@ -33,10 +33,10 @@ LOGS_DIR = "/logs"
 SHELL_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 _REPLY_SLACK = 30.0  # seconds beyond a request's own time limit before the supervisor counts as hung
 
-# Runs first in the sandbox's interpreter: drop to the sandbox user, apply the limits (inherited
-# by the shell and everything it starts), then run the supervisor.
+# Runs first in the sandbox's interpreter: apply the limits (inherited by the shell and everything
+# it starts), then run the supervisor, which starts the agent's processes as the sandbox user.
 _BOOTSTRAP = """\
-{drop_privileges}{set_limits}exec(compile({source!r}, "supervisor.py", "exec"))
+{set_limits}exec(compile({source!r}, "supervisor.py", "exec"))
 """
 # The program line stays short (``ps`` shows it): the bootstrap and the configuration come first
 # on standard input.
@@ -77,8 +77,7 @@ class TerminalSandbox:
         shell_env = {"PATH": SHELL_PATH, "HOME": workdir, "TMPDIR": "/tmp", "LANG": "C.UTF-8", "TERM": "dumb",
                      "USER": "nobody", **(env or {})}
         config = json.dumps({"env": shell_env, "cwd": workdir})
-        bootstrap = _BOOTSTRAP.format(drop_privileges=bubblewrap.DROP_PRIVILEGES,
-                                      set_limits=SET_LIMITS.format(limits=limits.rlimits(processes=True)),
+        bootstrap = _BOOTSTRAP.format(set_limits=SET_LIMITS.format(limits=limits.rlimits(processes=True)),
                                       source=_supervisor_source())
         program = ["-I", "-S", "-B", "-c", _LOADER]
         with bubblewrap.sandbox_argv(interpreter, program, tmp_bytes=limits.tmp_mb << 20, files={},
@@ -99,7 +98,8 @@ class TerminalSandbox:
     def run(self, command: str, timeout: float | None = None) -> CommandResult:
         """Run ``command`` in the persistent shell, killing what it started after ``timeout``."""
         timeout = self.limits.timeout if timeout is None else min(timeout, self.limits.timeout)
-        reply = self._request({"op": "shell", "command": command.replace("\0", ""), "timeout": timeout,
+        command = command.encode("utf-8", "replace").decode("utf-8").replace("\0", "")  # bash takes no NUL
+        reply = self._request({"op": "shell", "command": command, "timeout": timeout,
                                "max_output": self.limits.max_output}, timeout)
         return CommandResult(reply["output"], reply["exit_code"], reply["timed_out"], reply["restarted"])
 

@@ -33,6 +33,13 @@ import sys
 import time
 
 SHELL = ["/bin/bash", "--noprofile", "--norc"]
+AGENT_UID = 65534  # nobody: the sandbox user
+# Started by root, the supervisor stays the namespace's root (which the agent's processes cannot
+# signal or trace) and runs everything else as the agent's user; otherwise all share one user.
+PRIVILEGED = os.getuid() == 0
+SUPERVISOR = os.getpid()
+AS_AGENT = {"user": AGENT_UID, "group": AGENT_UID, "extra_groups": []} if PRIVILEGED else {}
+
 GRACE = 1.0  # seconds a command's shell has to report back once its processes are killed
 
 
@@ -64,20 +71,53 @@ def processes():
     """``{pid: start time}`` of every process in the sandbox but bwrap's init and this one."""
     found = {}
     for name in os.listdir("/proc"):
-        if name.isdigit() and int(name) not in (1, os.getpid()):
+        if name.isdigit() and int(name) not in (1, SUPERVISOR, os.getpid()):
             try:
                 with open("/proc/%s/stat" % name, "rb") as f:
                     fields = f.read().rsplit(b")", 1)[1].split()
                 if fields[0] != b"Z":  # a zombie is gone already; its parent reaps it
-                    found[int(name)] = fields[19]
+                    found[int(name)] = fields[19].decode()
             except (OSError, IndexError):
                 pass
     return found
 
 
+def as_agent(function, *args):
+    """``function(*args)`` run as the agent's user: in a child process when this one is privileged."""
+    if not PRIVILEGED:
+        return function(*args)
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child
+        try:
+            os.close(read)
+            os.setgroups([])
+            os.setresgid(AGENT_UID, AGENT_UID, AGENT_UID)
+            os.setresuid(AGENT_UID, AGENT_UID, AGENT_UID)
+            payload = {"result": function(*args)}
+        except BaseException as e:
+            payload = {"error": "%s: %s" % (type(e).__name__, e)}
+        with os.fdopen(write, "wb") as f:
+            f.write(json.dumps(payload).encode())
+        os._exit(0)
+    os.close(write)
+    with os.fdopen(read, "rb") as f:
+        data = f.read()
+    os.waitpid(pid, 0)
+    reply = json.loads(data) if data else {"error": "the helper process died"}
+    if "error" in reply:
+        raise RuntimeError(reply["error"])
+    return reply["result"]
+
+
 def kill(keep):
-    """Kill every process not in ``keep`` (``{pid: start time}``), however fast they fork:
-    stop them all first, then kill, until none is left."""
+    """Kill every process of the agent not in ``keep`` (``{pid: start time}``)."""
+    as_agent(_kill, keep)
+
+
+def _kill(keep):
+    """Stop them all first, then kill, until none is left, however fast they fork."""
+    keep = {int(pid): start for pid, start in keep.items()}
     for _ in range(100):
         victims = {pid: start for pid, start in processes().items() if keep.get(pid) != start}
         if not victims:
@@ -102,7 +142,8 @@ class Shell:
         import subprocess
 
         self.proc = subprocess.Popen(SHELL, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=subprocess.STDOUT, cwd=self.cwd, env=self.env)
+                                     stderr=subprocess.STDOUT, cwd=self.cwd, env=self.env,
+                                     preexec_fn=default_signals, **AS_AGENT)
         os.set_blocking(self.proc.stdout.fileno(), False)
         try:
             self.exited = os.pidfd_open(self.proc.pid)  # readable once the shell has exited
@@ -215,7 +256,7 @@ def run_once(script, timeout, limit, cwd, env):
 
     before = processes()
     proc = subprocess.Popen(["/bin/bash", "-c", script], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, cwd=cwd, env=env)
+                            stderr=subprocess.STDOUT, cwd=cwd, env=env, preexec_fn=default_signals, **AS_AGENT)
     capture, fd = Capture(limit), proc.stdout.fileno()
     deadline, timed_out, ended = time.monotonic() + timeout, False, None
     while True:
@@ -245,6 +286,15 @@ def run_once(script, timeout, limit, cwd, env):
             "timed_out": timed_out, "restarted": False}
 
 
+IGNORED_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2)
+
+
+def default_signals():
+    """In a child: undo the supervisor's ignored signals (an ignored signal stays so across exec)."""
+    for sig in IGNORED_SIGNALS:
+        signal.signal(sig, signal.SIG_DFL)
+
+
 def put(directory, data, clean):
     import shutil
     import tarfile
@@ -256,7 +306,7 @@ def put(directory, data, clean):
                 shutil.rmtree(path, ignore_errors=True)
             else:
                 os.unlink(path)
-    with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+    with tarfile.open(fileobj=io.BytesIO(base64.b64decode(data))) as tar:
         if hasattr(tarfile, "tar_filter"):
             tar.extractall(directory, filter="tar")
         else:  # pragma: no cover - Python before 3.10.12
@@ -275,6 +325,8 @@ def snapshot(directory):
 
 
 def main():
+    for sig in IGNORED_SIGNALS:  # `pkill python3` and the like leave the supervisor alone
+        signal.signal(sig, signal.SIG_IGN)
     config = json.loads(sys.stdin.buffer.readline())
     env, cwd = config["env"], config["cwd"]
     shell = Shell(cwd, env)
@@ -291,9 +343,9 @@ def main():
                 reply = run_once(request["script"], request["timeout"], request["max_output"], cwd,
                                  dict(env, **request.get("env", {})))
             elif op == "put":
-                reply = put(request["dir"], base64.b64decode(request["tar"]), request.get("clean", False))
+                reply = as_agent(put, request["dir"], request["tar"], request.get("clean", False))
             elif op == "snapshot":
-                reply = snapshot(request["dir"])
+                reply = as_agent(snapshot, request["dir"])
             elif op == "kill_all":
                 shell.stop()
                 kill({})

@@ -185,3 +185,17 @@ def test_clone_copies_the_workspace_and_shell_state(env):
         assert run(env, "cat /app/note")[0].startswith("hi\n")
     finally:
         twin.close()
+
+
+def test_killing_everything_leaves_the_supervisor_or_ends_the_episode_cleanly(env):
+    for command in ("pkill python3; kill -9 -1; echo sent", "echo still here"):
+        observation, reward, terminated, truncated, info = env.step(f"<bash>{command}</bash>")
+        if terminated:  # the sandbox user runs the supervisor too (bwrap run by an ordinary user)
+            assert "the sandbox ended" in observation and reward == 0.0 and info["sandbox_error"]
+            return
+    assert observation.startswith("still here")
+
+
+def test_actions_with_odd_characters_run(env):
+    observation, info = run(env, "printf '%s' '\ud800 \U0001F600 \x01 \0end'")
+    assert info["exit_code"] == 0 and "\U0001F600" in observation and "end" in observation
