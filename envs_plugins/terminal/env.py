@@ -13,6 +13,7 @@ import copy
 import io
 import re
 import tarfile
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -159,7 +160,8 @@ class TerminalEnv(Env):
 
     Rewards: 0 per command; at the end, the weighted fraction of tests passed, plus
     :attr:`Reward.FORMAT_ERROR` if the episode ended on a malformed action. ``terminated`` after
-    ``<finish>`` or a format error, ``truncated`` at ``max_turns``.
+    ``<finish>`` or a format error, ``truncated`` at ``max_turns`` or when the commands have used
+    the task's time budget (``agent_timeout``).
     """
 
     blocking = True  # a step waits on the sandbox
@@ -200,7 +202,7 @@ class TerminalEnv(Env):
                              max_file_mb=max_file_mb, tmp_mb=disk_mb, max_output=max_output)
         self.task: TerminalTask | None = None
         self.sandbox: TerminalSandbox | None = None
-        self.turn, self.done = 0, True
+        self.turn, self.done, self.agent_seconds = 0, True, 0.0
 
     # --- episode ----------------------------------------------------------------------------
 
@@ -215,7 +217,7 @@ class TerminalEnv(Env):
             self.task = self.rng.choice(self.tasks)
         self._start(self.task)
         self._prepare(self.task)
-        self.turn, self.done = 0, False
+        self.turn, self.done, self.agent_seconds = 0, False, 0.0
         return self._prompt(), {"task": self.task.name, "difficulty": self.task.difficulty}
 
     def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
@@ -231,14 +233,19 @@ class TerminalEnv(Env):
 
     def _step(self, parsed: Action) -> tuple[str, float, bool, bool, dict[str, Any]]:
         if parsed.kind == "bash":
-            timeout = min(parsed.timeout or self.command_timeout, self.limits.timeout)
+            left = self.task.agent_timeout - self.agent_seconds
+            timeout = min(parsed.timeout or self.command_timeout, self.limits.timeout, max(left, 0.001))
+            start = time.monotonic()
             result = self.sandbox.run(parsed.command, timeout)
+            self.agent_seconds += time.monotonic() - start
             observation = self._shown(result, timeout)
             info = {"exit_code": result.exit_code, "timed_out": result.timed_out}
-            if self.turn < self.max_turns:
+            if self.turn < self.max_turns and self.agent_seconds < self.task.agent_timeout:
                 return observation, 0.0, False, False, info
+            limit = (f"The turn limit ({self.max_turns})" if self.turn >= self.max_turns
+                     else f"The task's time limit ({self.task.agent_timeout:g} s of commands)")
             grade = self._grade()
-            return (f"{observation}\n\nThe turn limit ({self.max_turns}) is reached. {self._verdict(grade)}",
+            return (f"{observation}\n\n{limit} is reached. {self._verdict(grade)}",
                     grade.score, False, True, {**info, **grade.info()})
         grade = self._grade()
         if parsed.kind == "finish":

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from gem_envs.terminal.env import Reward, TerminalEnv
@@ -105,8 +107,11 @@ def test_close_leaves_nothing_running(sandbox):
     env = TerminalEnv(task="csv-column-sum")
     env.reset()
     run(env, "sleep 100 & (setsid sleep 101 &) ; nohup sleep 102 >/dev/null 2>&1 &")
+    deadline = time.monotonic() + 10
+    while sum("sleep 10" in command for command in descendants().values()) < 3:  # the detached ones start late
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
     sandboxed = descendants()
-    assert sum("sleep 10" in command for command in sandboxed.values()) == 3
     env.close()
     assert wait_until_gone(set(sandboxed)) == {}
 
@@ -199,3 +204,20 @@ def test_killing_everything_leaves_the_supervisor_or_ends_the_episode_cleanly(en
 def test_actions_with_odd_characters_run(env):
     observation, info = run(env, "printf '%s' '\ud800 \U0001F600 \x01 \0end'")
     assert info["exit_code"] == 0 and "\U0001F600" in observation and "end" in observation
+
+
+def test_the_tasks_time_budget_truncates(tmp_path, sandbox):
+    from dataclasses import replace
+
+    from gem_envs.terminal.tasks import builtin_tasks
+
+    task = replace(next(t for t in builtin_tasks() if t.name == "csv-column-sum"), agent_timeout=1.5)
+    env = TerminalEnv(tasks=[task], command_timeout=10)
+    try:
+        env.reset()
+        assert env.step("<bash>sleep 0.2</bash>")[1:4] == (0.0, False, False)
+        observation, reward, terminated, truncated, info = env.step("<bash>sleep 5</bash>")
+        assert info["timed_out"] and (terminated, truncated) == (False, True)
+        assert "time limit (1.5 s of commands) is reached" in observation
+    finally:
+        env.close()
