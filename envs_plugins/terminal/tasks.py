@@ -15,6 +15,7 @@ they install packages or download something, which the sandbox cannot do: such a
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import shlex
@@ -80,8 +81,12 @@ class TerminalTask:
 
 def builtin_tasks(difficulty: str | None = None) -> list[TerminalTask]:
     """The tasks that ship with GEM, by name (optionally of one difficulty)."""
-    tasks = load_tasks(BUILTIN_DIR)
-    return [t for t in tasks if difficulty is None or t.difficulty == difficulty]
+    return [t for t in _builtin() if difficulty is None or t.difficulty == difficulty]
+
+
+@functools.lru_cache(maxsize=1)
+def _builtin() -> tuple[TerminalTask, ...]:
+    return tuple(load_tasks(BUILTIN_DIR))  # read once per process: tasks are immutable
 
 
 def load_tasks(path: str | Path) -> list[TerminalTask]:
@@ -130,7 +135,7 @@ def _terminal_bench(folder: Path) -> TerminalTask:
     import yaml
 
     try:
-        meta = yaml.safe_load((folder / "task.yaml").read_text())
+        meta = yaml.load((folder / "task.yaml").read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     except yaml.YAMLError as e:
         raise GemError(f"{folder / 'task.yaml'} is not valid YAML: {e}") from None
     if not isinstance(meta, dict) or not isinstance(meta.get("instruction"), str):
