@@ -31,6 +31,7 @@ TERMINAL_BENCH, HARBOR = "terminal-bench", "harbor"
 _BASE_IMAGES = re.compile(r"(^|[/_-])(debian|ubuntu|python|buildpack-deps)([:_-]|$)|t-bench/(ubuntu|python)")
 _NEEDS = re.compile(
     r"\b(apt-get|apt|apk|yum|dnf|pip3?|uv|uvx|npm|npx|yarn|conda|cargo|gem|curl|wget|git\s+clone|go\s+(get|install))\b")
+_HARNESS_TOOLS = {"tmux", "asciinema"}  # what terminal-bench's harness installs for itself
 _SYSTEM_DIRS = ("/", "/usr", "/bin", "/sbin", "/lib", "/lib64", "/etc", "/proc", "/dev", "/tmp", "/tests", "/logs")
 
 
@@ -241,13 +242,14 @@ def _read_dockerfile(path: Path, context: Path) -> dict:
                                                "be written in the sandbox.")
                 files.append((host, str(target)))
         elif instruction == "RUN":
-            command = " ".join(json.loads(args)) if args.startswith("[") else args
+            command = _without_harness_installs(" ".join(json.loads(args)) if args.startswith("[") else args)
             found = _NEEDS.search(command)
             if found:
                 raise TaskUnsupportedError(f"its Dockerfile runs `{command}`, which needs {found.group(1)} and the "
                                            "network; the sandbox offers a plain Debian base (bash, coreutils, "
                                            "grep/sed/awk, find, tar, python3, sqlite3) and no network.")
-            setup.append(command)
+            if command:
+                setup.append(command)
         elif instruction == "ENV":
             words = _words(args)
             if words and "=" not in words[0]:
@@ -258,6 +260,23 @@ def _read_dockerfile(path: Path, context: Path) -> dict:
                                  "HEALTHCHECK", "STOPSIGNAL", "MAINTAINER"):
             raise TaskUnsupportedError(f"its Dockerfile uses {instruction}, which needs Docker.")
     return {"workdir": workdir, "files": tuple(files), "setup": tuple(setup), "env": tuple(env)}
+
+
+def _without_harness_installs(command: str) -> str:
+    """``command`` without the steps that only install terminal-bench's own tools (tmux,
+    asciinema), which the sandbox does not need; the other steps joined by ``&&``."""
+    kept = []
+    for step in re.split(r"&&|;", command):
+        words = step.split()
+        if words[:1] in (["apt-get"], ["apt"]) and (
+                words[1:2] in (["update"], ["clean"])
+                or words[1:2] == ["install"] and {w for w in words[2:] if not w.startswith("-")} <= _HARNESS_TOOLS):
+            continue
+        if words[:3] == ["rm", "-rf", "/var/lib/apt/lists/*"]:
+            continue
+        if step.strip():
+            kept.append(step.strip())
+    return " && ".join(kept)
 
 
 def _instructions(text: str) -> list[tuple[str, str]]:

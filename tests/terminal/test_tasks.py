@@ -136,6 +136,15 @@ def test_tasks_needing_more_than_the_base_are_refused_by_name(tmp_path, dockerfi
         load_task(terminal_bench_task(tmp_path / "t", dockerfile=dockerfile))
 
 
+def test_installing_only_the_harness_tools_is_skipped(tmp_path):
+    dockerfile = ("FROM ghcr.io/laude-institute/t-bench/python-3-13:20250620\n"
+                  "RUN apt-get update && apt-get install -y tmux asciinema && rm -rf /var/lib/apt/lists/*\n"
+                  "WORKDIR /app\nRUN apt-get update; apt-get install -y --no-install-recommends tmux; mkdir -p logs\n")
+    assert load_task(terminal_bench_task(tmp_path / "t", dockerfile=dockerfile)).setup == ("mkdir -p logs",)
+    with pytest.raises(TaskUnsupportedError, match="apt-get install -y tmux jq"):
+        load_task(terminal_bench_task(tmp_path / "u", dockerfile="FROM debian\nRUN apt-get install -y tmux jq\n"))
+
+
 def test_tests_that_download_are_refused(tmp_path):
     run_tests = "#!/bin/bash\ncurl -LsSf https://astral.sh/uv/install.sh | sh\nuv run pytest\n"
     with pytest.raises(TaskUnsupportedError, match="curl"):
