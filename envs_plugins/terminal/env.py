@@ -23,7 +23,7 @@ from gem_core.errors import GemError
 from gem_core.tools.sandbox import Limits, SandboxError
 
 from gem_envs.terminal.sandbox import LOGS_DIR, TESTS_DIR, CommandResult, TerminalSandbox, tar_archive
-from gem_envs.terminal.tasks import DIFFICULTIES, HARBOR, TerminalTask, builtin_tasks, load_tasks
+from gem_envs.terminal.tasks import BUILTIN_DIR, DIFFICULTIES, HARBOR, TerminalTask, builtin_tasks, load_tasks
 
 TIMEOUT_EXIT_CODE = 124
 PROMPT = (
@@ -295,7 +295,8 @@ class TerminalEnv(Env):
     def _start(self, task: TerminalTask) -> None:
         if self.sandbox is not None:
             self.sandbox.close()
-        self.sandbox = TerminalSandbox(self.limits, workdir=task.workdir, env=dict(task.env))
+        self.sandbox = TerminalSandbox(self.limits, workdir=task.workdir, env=dict(task.env),
+                                       hidden=(task.root, BUILTIN_DIR))
 
     def _prepare(self, task: TerminalTask) -> None:
         """Place the task's files and run its set-up commands."""

@@ -59,12 +59,13 @@ class TerminalSandbox:
 
     ``limits`` apply to every process in it (``limits.timeout`` is the longest a command may be
     given; ``limits.tmp_mb`` sizes ``/tmp`` and, separately, each of the workspace, ``/tests`` and
-    ``/logs``). ``env`` adds environment variables. Use as a context manager, or call
-    :meth:`close`.
+    ``/logs``). ``env`` adds environment variables. Host folders in ``hidden`` (a task's own
+    folder, with its tests) show empty should the sandbox's read-only view of the host include
+    them (a package installed under ``/usr``). Use as a context manager, or call :meth:`close`.
     """
 
     def __init__(self, limits: Limits, workdir: str = "/app", env: Mapping[str, str] | None = None,
-                 python: str | None = None):
+                 python: str | None = None, hidden: tuple[str | Path, ...] = ()):
         self.limits, self.workdir = limits, workdir
         interpreter = bubblewrap.interpreter(python or _system_python())
         problem = bubblewrap.problem(interpreter)
@@ -82,7 +83,9 @@ class TerminalSandbox:
         program = ["-I", "-S", "-B", "-c", _LOADER]
         with bubblewrap.sandbox_argv(interpreter, program, tmp_bytes=limits.tmp_mb << 20, files={},
                                      drops_privileges=True,
-                                     writable_dirs=(workdir, TESTS_DIR, LOGS_DIR)) as (argv, fds):
+                                     writable_dirs=(workdir, TESTS_DIR, LOGS_DIR),
+                                     hidden_dirs=tuple(os.path.realpath(p) for p in hidden
+                                                       if bubblewrap.visible(interpreter, str(p)))) as (argv, fds):
             self._proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                           stderr=subprocess.DEVNULL, pass_fds=fds, cwd="/", start_new_session=True)
         self._closed = False

@@ -221,3 +221,26 @@ def test_the_tasks_time_budget_truncates(tmp_path, sandbox):
         assert "time limit (1.5 s of commands) is reached" in observation
     finally:
         env.close()
+
+
+def test_a_task_folder_the_sandbox_could_see_is_hidden(sandbox):
+    import shutil
+    import sys
+    from pathlib import Path
+
+    from gem_core.tools.sandbox import Limits
+    from gem_envs.terminal.sandbox import TerminalSandbox
+
+    # The sandbox around this interpreter shows its prefix, as it would show a package installed in /usr.
+    folder = Path(sys.prefix) / f"gem-hidden-task-{time.monotonic_ns()}"
+    (folder / "tests").mkdir(parents=True)
+    (folder / "tests" / "test_outputs.py").write_text("SECRET = 42\n")
+    try:
+        check = f"cat {folder}/tests/test_outputs.py"
+        with TerminalSandbox(Limits(timeout=10), python=sys.executable) as shown:
+            assert shown.run(check).output == "SECRET = 42\n"  # without hiding, it would leak
+        with TerminalSandbox(Limits(timeout=10), python=sys.executable, hidden=(folder,)) as hidden:
+            result = hidden.run(check)
+            assert result.exit_code != 0 and "SECRET" not in result.output
+    finally:
+        shutil.rmtree(folder)
