@@ -26,6 +26,7 @@ from gem_envs.terminal.sandbox import LOGS_DIR, TESTS_DIR, CommandResult, Termin
 from gem_envs.terminal.tasks import BUILTIN_DIR, DIFFICULTIES, HARBOR, TerminalTask, builtin_tasks, load_tasks
 
 TIMEOUT_EXIT_CODE = 124
+TEST_OUTPUT_KEPT = 2000  # characters of the test script's output in info when it reported no test
 PROMPT = (
     "You are working in a Linux shell (bash) in {workdir}, with no network access.\n\n"
     "Task:\n{instruction}\n\n"
@@ -113,10 +114,13 @@ class Grade:
     output: str = ""
 
     def info(self) -> dict[str, Any]:
-        return {"score": self.score, "passed": len(self.passed), "failed": len(self.failed),
+        info = {"score": self.score, "passed": len(self.passed), "failed": len(self.failed),
                 "errored": len(self.errored), "tests": {**{n: "passed" for n in self.passed},
                                                          **{n: "failed" for n in self.failed},
                                                          **{n: "errored" for n in self.errored}}}
+        if not self.passed and not self.failed and self.errored:  # the tests reported nothing: say why
+            info["test_output"] = self.output[-TEST_OUTPUT_KEPT:]
+        return info
 
 
 # pytest's summary lines (`pytest -rA`) and unittest's verbose lines (`python3 -m unittest -v`)

@@ -136,6 +136,18 @@ def test_tasks_needing_more_than_the_base_are_refused_by_name(tmp_path, dockerfi
         load_task(terminal_bench_task(tmp_path / "t", dockerfile=dockerfile))
 
 
+def test_tests_that_report_nothing_say_why(tmp_path, sandbox):
+    root = terminal_bench_task(tmp_path / "t", run_tests="#!/bin/bash\nno-such-test-runner $TEST_DIR\n")
+    env = make("terminal:Tasks-v0", path=str(root))
+    try:
+        env.reset()
+        _, reward, _, _, info = env.step("<finish>")
+        assert reward == 0.0 and info["tests"] == {"bash /tests/run-tests.sh": "errored"}
+        assert "no-such-test-runner: command not found" in info["test_output"]
+    finally:
+        env.close()
+
+
 def test_installing_only_the_harness_tools_is_skipped(tmp_path):
     dockerfile = ("FROM ghcr.io/laude-institute/t-bench/python-3-13:20250620\n"
                   "RUN apt-get update && apt-get install -y tmux asciinema && rm -rf /var/lib/apt/lists/*\n"
