@@ -244,3 +244,15 @@ def test_a_task_folder_the_sandbox_could_see_is_hidden(sandbox):
             assert result.exit_code != 0 and "SECRET" not in result.output
     finally:
         shutil.rmtree(folder)
+
+
+def test_a_vector_of_terminal_environments_runs_concurrently(sandbox):
+    import gem_core
+
+    with gem_core.make_vec("terminal:csv-column-sum-v0", num_envs=3, mode="async") as vec:
+        observations, _ = vec.reset(seed=0)
+        assert all("sales.csv" in observation for observation in observations)
+        actions = ["<bash>echo 1603.42 > total.txt</bash>", "<bash>echo 1 > total.txt</bash>", "<bash>true</bash>"]
+        vec.step(actions)
+        _, rewards, terminated, _, _ = vec.step(["<finish>"] * 3)
+        assert list(rewards) == [1.0, 0.0, 0.0] and all(terminated)
