@@ -138,9 +138,15 @@ DROP_PRIVILEGES = (
 
 @contextlib.contextmanager
 def sandbox_argv(python: Interpreter, program_args: list[str], *, tmp_bytes: int,
-                 files: dict[str, int], drops_privileges: bool = False) -> Iterator[tuple[list[str], list[int]]]:
+                 files: dict[str, int], drops_privileges: bool = False,
+                 writable_dirs: tuple[str, ...] = (),
+                 hidden_dirs: tuple[str, ...] = ()) -> Iterator[tuple[list[str], list[int]]]:
     """The bwrap command running ``python program_args`` with ``files`` (name -> readable fd)
     placed in the working directory, and the fds it needs passed; valid inside the block.
+
+    ``writable_dirs`` are absolute paths that get private tmpfs mounts of ``tmp_bytes`` each,
+    writable by the program, like ``/tmp``. ``hidden_dirs`` are host folders the sandbox would
+    show (see :func:`visible`) that it shows empty instead.
 
     With ``drops_privileges=True`` the program itself starts with :data:`DROP_PRIVILEGES`;
     otherwise ``setpriv`` switches users before it starts."""
@@ -159,6 +165,10 @@ def sandbox_argv(python: Interpreter, program_args: list[str], *, tmp_bytes: int
                      "--cap-drop", "ALL", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
             fds = [userns.fd]
         argv += ["--hostname", "sandbox", "--die-with-parent", "--new-session", *_mounts(python, tmp_bytes)]
+        for path in writable_dirs:
+            argv += ["--perms", "1777", "--size", str(tmp_bytes), "--tmpfs", path]
+        for path in hidden_dirs:
+            argv += ["--tmpfs", path, "--remount-ro", path]
         for name, fd in files.items():
             argv += ["--file", str(fd), f"{WORKDIR}/{name}"]
         argv += ["--remount-ro", "/", "--chdir", WORKDIR, "--"]
@@ -167,6 +177,13 @@ def sandbox_argv(python: Interpreter, program_args: list[str], *, tmp_bytes: int
                      "--clear-groups", "--no-new-privs", "--"]
         argv += [python.executable, *program_args]
         yield argv, [*fds, *files.values()]
+
+
+def visible(python: Interpreter, path: str) -> bool:
+    """Whether a sandbox around ``python`` shows the host's ``path`` (read-only)."""
+    path = os.path.realpath(path)
+    return _is_under(path, [p for p in _SYSTEM_DIRS if os.path.isdir(p) and not os.path.islink(p)]) \
+        or _is_under(path, python.mounts)
 
 
 @functools.lru_cache(maxsize=64)
