@@ -399,7 +399,8 @@ def _python_args(interpreter: bubblewrap.Interpreter, limits: Limits, script: st
     # The process limit needs the sandbox's own uid: outside it, it would count the host user's processes.
     bootstrap = _BOOTSTRAP.format(drop_privileges=bubblewrap.DROP_PRIVILEGES if sandboxed else "",
                                   set_limits=SET_LIMITS.format(limits=limits.rlimits(processes=sandboxed)),
-                                  sys_path=list(interpreter.sys_path), script=script)
+                                  sys_path=list(interpreter.sandbox_sys_path if sandboxed else interpreter.sys_path),
+                                  script=script)
     return ["-I", "-S", "-B", "-X", "utf8", "-c", bootstrap]
 
 
