@@ -58,7 +58,7 @@ class GuessTheNumberEnv(GameEnv):
         return self.intro
 
     def task_suffix(self) -> str:
-        return "Enter your next guess."
+        return "Enter your guess."
 
     @staticmethod
     def parse_move(answer: str) -> int | None:
@@ -103,8 +103,7 @@ def _instructions(low: int, high: int, turns: int) -> str:
         f"I am thinking of an integer from {low} to {high} (inclusive). You have {turns} guesses "
         "to find it; after each guess I will tell you whether the number is higher or lower.\n"
         "Think as much as you like, then put your guess in \\boxed{}, for example "
-        f"\\boxed{{{(low + high) // 2}}}. Only the last \\boxed{{}} counts.\n"
-        "Make your first guess."
+        f"\\boxed{{{(low + high) // 2}}}. Only the last \\boxed{{}} counts."
     )
 
 

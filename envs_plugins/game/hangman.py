@@ -53,7 +53,7 @@ class HangmanEnv(GameEnv):
             "guess one letter, e.g. \\boxed{E}, or the whole word, e.g. "
             f"\\boxed{{{'GARDENS'[:self.word_length]}}}.\n"
             "Letters you find are shown in the grid, where '_' marks a letter still hidden. "
-            "Only the last \\boxed{} counts. Make your first guess."
+            "Only the last \\boxed{} counts."
         )
 
     def task_suffix(self) -> str:

@@ -75,7 +75,7 @@ class MastermindEnv(GameEnv):
         return _instructions(self.code_length, self.num_numbers, self.duplicate_numbers, self.max_turns)
 
     def task_suffix(self) -> str:
-        return "Enter your next guess."
+        return "Enter your guess."
 
     def parse_move(self, answer: str) -> tuple[int, ...] | None:
         if _GUESS.fullmatch(answer) is None:
@@ -160,6 +160,5 @@ def _instructions(length: int, numbers: int, duplicates: bool, turns: int) -> st
         "After each guess I give black pegs (right digit in the right place) and white pegs "
         "(right digit in the wrong place).\n"
         f"Put your guess in \\boxed{{}} with the digits separated by spaces, for example "
-        f"\\boxed{{{example}}}. Only the last \\boxed{{}} counts.\n"
-        "Make your first guess."
+        f"\\boxed{{{example}}}. Only the last \\boxed{{}} counts."
     )

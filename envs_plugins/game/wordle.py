@@ -50,7 +50,7 @@ class WordleEnv(GameEnv):
         return _instructions(self.only_real_words, self.word_length, self.max_turns)
 
     def task_suffix(self) -> str:
-        return "Enter your next guess."
+        return "Enter your guess."
 
     def parse_move(self, answer: str) -> str | None:
         guess = "".join(answer.split())
@@ -123,5 +123,5 @@ def _instructions(real_words: bool, length: int, turns: int) -> str:
         "  G (green): the right letter in the right place\n"
         "  Y (yellow): the letter is in the word but in another place\n"
         "  X (grey): the letter is not in the word (or not that many times)\n"
-        "Only the last \\boxed{} counts. Make your first guess."
+        "Only the last \\boxed{} counts."
     )

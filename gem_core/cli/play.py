@@ -46,16 +46,15 @@ def play(env_id: str, seed: int | None) -> None:
                 observation, reward, terminated, truncated, info = env.step(action)
                 turns += 1
                 total += float(reward)
-                console.print(Panel(_shown(observation, info), title=f"turn {turns}", title_align="left"))
+                done = terminated or truncated
+                console.print(Panel(_shown(observation, info, done=done), title=f"turn {turns}", title_align="left"))
                 status = "terminated" if terminated else "truncated" if truncated else "continues"
                 console.print(Text(f"reward {reward:+.3f} | return {total:+.3f} | {status}", style="bold"))
                 shown = {k: v for k, v in info.items() if k != "suffix"}
                 if shown:
                     console.print(Text(f"info {shown}", style="dim"))
-                if terminated or truncated:
-                    console.print(Text(
-                        f"Episode over after {turns} turns with return {total:+.3f}. "
-                        "Press Enter for a new episode, or /quit.", style="bold green"))
+                if done:
+                    console.print(Text(_summary(turns, total, info), style="bold green"))
                     if _read_action(console) in (None, "/quit"):
                         return
                     break
@@ -63,25 +62,44 @@ def play(env_id: str, seed: int | None) -> None:
         env.close()
 
 
-def _shown(observation: str, info: dict):
+def _shown(observation: str, info: dict, *, done: bool = False):
     """The observation, followed by the state the environment puts in ``info["suffix"]`` (a
-    board, a reminder of what to do), as observation wrappers show it to a model."""
+    board, a reminder of what to do) while the episode goes on, as observation wrappers show it
+    to a model."""
     from rich.text import Text
 
     text = Text(observation)
     suffix = info.get("suffix")
-    if isinstance(suffix, str) and suffix:
+    if isinstance(suffix, str) and suffix and not done:
         text.append("\n" + suffix, style="cyan")
     return text
 
 
+def _summary(turns: int, total: float, info: dict) -> str:
+    """What the episode came to, and what its return means."""
+    outcome = ""
+    if "success" in info:
+        outcome = " (solved)" if info["success"] else " (not solved)"
+    text = f"Episode over after {turns} turns{outcome} with return {total:+.3f}."
+    if info.get("success") is False and total > 0:
+        text += (" A game not solved can still earn partial credit for getting close; docs/envs.md "
+                 "gives each environment's rewards.")
+    return text + " Press Enter for a new episode, or /quit."
+
+
 def _read_action(console) -> str | None:
-    """One action from the terminal, joining lines that end in a backslash; None at end of input."""
+    """One action from the terminal, joining lines that end in a backslash; None at end of input.
+    When input is piped, each prompt is a line of its own."""
+    import sys
+
     lines: list[str] = []
     prompt = "action> "
+    piped = not sys.stdin.isatty()
     while True:
         try:
-            line = console.input(prompt)
+            if piped:
+                console.print(prompt)
+            line = input() if piped else console.input(prompt)
         except EOFError:
             return None if not lines else "\n".join(lines)
         if line.endswith("\\") and not line.endswith("\\\\"):

@@ -12,9 +12,10 @@ Four formats, registered under their names:
 
 In the text formats every piece ends with a line break. ``max_history_length=N`` keeps the
 first observation (the task) and the last ``N`` turns. Info keys read from the environment:
-``prefix``/``suffix`` are placed before/after the current observation; ``use_tool`` makes the
-observation a ``tool`` message in chat formats; ``parsed_action`` replaces the raw action in the
-history.
+``prefix``/``suffix`` are placed before/after the observation they came with (a game's board and
+what to do next; not after the episode's last observation, when nothing is left to do); ``use_tool`` makes the observation a ``tool`` message in chat formats;
+``parsed_action`` replaces the raw action in the history. The history shows every observation
+exactly as the agent saw it at its turn, so each rendering extends the one before it.
 """
 
 from __future__ import annotations
@@ -50,49 +51,39 @@ class ObservationWrapper(ResultWrapper):
         self.format = format
         self.max_history_length = max_history_length
         self.tokenizer = _chat_tokenizer(tokenizer, format) if format.startswith("concat_chat") else tokenizer
-        self._first: tuple[str, str] = ("", "user")  # (observation, role)
+        # Each observation as the agent saw it: (text piece, chat message content, role).
+        self._first: tuple[str, str, str] = ("", "", "user")
         self._first_rendered = ""  # the first observation through the chat template (on_reset)
-        self._turns: deque[tuple[str, str, str]] = deque(maxlen=max_history_length)  # (action, obs, role)
+        self._turns: deque[tuple[str, tuple[str, str, str]]] = deque(maxlen=max_history_length)  # (action, seen)
 
     def on_reset(self, observation: str, info: dict[str, Any]) -> ResetResult:
-        self._first = (observation, _role(info))
+        self._first = _seen(observation, info)
         self._turns.clear()
         if self.format == "concat_chat_on_reset":
-            self._first_rendered = self._template([{"role": self._first[1], "content": observation}])
-        return self._render(info), info
+            self._first_rendered = self._template([{"role": self._first[2], "content": self._first[1]}])
+            return self._first_rendered, info
+        return self._render(), info
 
     def on_step(self, action: str, result: StepResult) -> StepResult:
         observation, reward, terminated, truncated, info = result
         parsed = info.get("parsed_action")
-        self._turns.append((parsed if isinstance(parsed, str) else action, observation, _role(info)))
-        return self._render(info), reward, terminated, truncated, info
+        seen = _seen(observation, info, done=terminated or truncated)
+        self._turns.append((parsed if isinstance(parsed, str) else action, seen))
+        return self._render(), reward, terminated, truncated, info
 
-    def _render(self, info: dict[str, Any]) -> str:
-        prefix, suffix = _text(info.get("prefix")), _text(info.get("suffix"))
+    def _render(self) -> str:
         if self.format == "concat_chat":
-            return self._render_chat(prefix, suffix)
-        pieces = [self._first[0]]
-        for action, observation, _ in self._turns:
+            messages = [{"role": self._first[2], "content": self._first[1]}]
+            for action, (_, content, role) in self._turns:
+                messages.append({"role": "assistant", "content": action})
+                messages.append({"role": role, "content": content})
+            return self._template(messages)
+        pieces = [self._first_rendered if self.format == "concat_chat_on_reset" else self._first[0]]
+        for action, (piece, _, _) in self._turns:
             if self.format != "concat":
                 pieces.append(action)
-            pieces.append(observation)
-        if self.format == "concat_chat_on_reset":
-            if self._turns:
-                pieces[0] = self._first_rendered
-            else:  # the current observation is the first one: decorate it inside the message
-                content = _decorate(pieces[0], prefix, suffix)
-                return self._template([{"role": self._first[1], "content": content}])
-        history = "".join(map(_line, pieces[:-1]))
-        return history + prefix + _line(pieces[-1]) + suffix
-
-    def _render_chat(self, prefix: str, suffix: str) -> str:
-        messages = [{"role": self._first[1], "content": self._first[0]}]
-        for action, observation, role in self._turns:
-            messages.append({"role": "assistant", "content": action})
-            messages.append({"role": role, "content": observation})
-        current = messages[-1]
-        current["content"] = _decorate(current["content"], prefix, suffix)
-        return self._template(messages)
+            pieces.append(piece)
+        return "".join(map(_line, pieces[:-1])) + pieces[-1]
 
     def _template(self, messages: list[dict[str, str]]) -> str:
         try:
@@ -128,8 +119,12 @@ def _line(text: str) -> str:
     return text + "\n" if text and not text.endswith("\n") else text
 
 
-def _decorate(content: str, prefix: str, suffix: str) -> str:
-    return prefix + (_line(content) + suffix if suffix else content)
+def _seen(observation: str, info: dict[str, Any], *, done: bool = False) -> tuple[str, str, str]:
+    """An observation with its info's prefix and suffix (none once the episode is ``done``), as a
+    text piece and as message content, and the role of its message."""
+    prefix, suffix = _text(info.get("prefix")), "" if done else _text(info.get("suffix"))
+    return (prefix + _line(observation) + suffix,
+            prefix + (_line(observation) + suffix if suffix else observation), _role(info))
 
 
 def _text(value: Any) -> str:

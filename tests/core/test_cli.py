@@ -69,3 +69,15 @@ def test_play_shows_the_state_environments_keep_in_the_suffix():
     result = gem_command("play", "game:Sudoku-v0-easy", "--seed", "0", input="/random\n/quit\n")
     assert result.returncode == 0, result.stderr
     assert result.stdout.count("Here is the grid") >= 2  # after reset and after the move
+
+
+def test_play_reads_as_one_story_when_input_is_piped():
+    result = gem_command("play", "game:GuessTheNumber-v0-easy", "--seed", "0",
+                         input="\\boxed{1}\n" * 4 + "/quit\n")
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert "Enter your guess." in out and "Make your first guess" not in out  # one call to action
+    assert out.count("action> \n") == 5  # each prompt on a line of its own
+    last_turn = out[out.index("turn 4"):]
+    assert "Game over." in last_turn and "Enter your guess." not in last_turn
+    assert "(not solved) with return +0.111" in out and "partial credit" in out

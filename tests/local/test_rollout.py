@@ -56,9 +56,9 @@ def test_turns_of_an_episode_join_into_one_sample_with_the_real_chat_template(ti
     assert policy.take_sampled(episodes[0].turns[0].observation, episodes[0].turns[0].action) is None  # handed out once
 
 
-def test_turns_stay_apart_when_the_history_is_rendered_differently(tiny):
-    # GuessTheNumber adds a reminder (info "suffix") to the latest observation only, so a later
-    # prompt does not start with the earlier one: each turn is its own sample, with its own prompt
+def test_an_episode_is_one_sample_when_each_prompt_extends_the_last(tiny):
+    # concat_chat shows every observation as it was seen (a game's reminder included), so each
+    # turn's prompt starts with the previous prompt and answer: an episode's turns share a sample
     model, tokenizer = tiny
     policy = ScriptedPolicy(model, tokenizer, "I guess \\boxed{11}")  # out of range: the game goes on
     with gem_core.make_vec("game:GuessTheNumber-v0-easy", num_envs=2, wrappers="concat_chat",
@@ -66,7 +66,6 @@ def test_turns_stay_apart_when_the_history_is_rendered_differently(tiny):
         episodes = gem_core.collect_episodes(vec, policy, 2, seed=[5, 6])
     assert [e.num_turns for e in episodes] == [4, 4]  # every guess invalid: truncated after 4
     samples, trained, _ = training_samples(episodes, [[1.0] * 4, [-1.0] * 4], policy)
-    assert len(samples) == trained == 8
-    for sample, turn in zip(samples, episodes[0].turns):
-        assert sample.prompt_ids == tokenizer.encode(turn.observation, add_special_tokens=False)
-        assert sample.completion_ids == policy.answer
+    assert len(samples) == 2 and trained == 8
+    assert samples[0].prompt_ids == tokenizer.encode(episodes[0].turns[0].observation, add_special_tokens=False)
+    assert samples[0].num_model_tokens == 4 * len(policy.answer)  # the four answers, environment tokens masked

@@ -41,26 +41,26 @@ def run(wrapper, actions=("a1", "a2", "a3")):
 def test_concat():
     assert run(ObservationWrapper(Script(steps=STEPS), "concat")) == [
         "task\nGo.",
-        "task\none\nGo.",
-        "task\none\ntwo\n",
-        "task\none\ntwo\nthree\nGo.",
+        "task\nGo.\none\nGo.",
+        "task\nGo.\none\nGo.\ntwo\n",
+        "task\nGo.\none\nGo.\ntwo\nthree\n",  # the last step ends the episode: no suffix
     ]
 
 
 def test_concat_with_action():
     assert run(ObservationWrapper(Script(steps=STEPS), "concat_with_action")) == [
         "task\nGo.",
-        "task\na1\none\nGo.",
-        "task\na1\none\na2\ntwo\n",
-        "task\na1\none\na2\ntwo\na3\nthree\nGo.",
+        "task\nGo.\na1\none\nGo.",
+        "task\nGo.\na1\none\nGo.\na2\ntwo\n",
+        "task\nGo.\na1\none\nGo.\na2\ntwo\na3\nthree\n",
     ]
 
 
 def test_max_history_length_keeps_the_task_and_the_last_turns():
     with_actions = ObservationWrapper(Script(steps=STEPS), "concat_with_action", max_history_length=1)
-    assert run(with_actions)[-2:] == ["task\na2\ntwo\n", "task\na3\nthree\nGo."]
+    assert run(with_actions)[-2:] == ["task\nGo.\na2\ntwo\n", "task\nGo.\na3\nthree\n"]
     plain = ObservationWrapper(Script(steps=STEPS), "concat", max_history_length=2)
-    assert run(plain)[-1] == "task\ntwo\nthree\nGo."
+    assert run(plain)[-1] == "task\nGo.\ntwo\nthree\n"
     assert run(with_actions)[0] == "task\nGo."  # a new episode forgets the old one
 
 
@@ -80,10 +80,10 @@ def test_concat_chat_with_a_real_chat_template(smollm2_tokenizer):
     observations = run(wrapper, ["a1", "a2"])
     assert observations == [
         SYSTEM + "<|im_start|>user\ntask\nGo.<|im_end|>\n<|im_start|>assistant\n",
-        SYSTEM + "<|im_start|>user\ntask<|im_end|>\n<|im_start|>assistant\na1<|im_end|>\n"
+        SYSTEM + "<|im_start|>user\ntask\nGo.<|im_end|>\n<|im_start|>assistant\na1<|im_end|>\n"
                  "<|im_start|>user\none\nGo.<|im_end|>\n<|im_start|>assistant\n",
-        SYSTEM + "<|im_start|>user\ntask<|im_end|>\n<|im_start|>assistant\na1<|im_end|>\n"
-                 "<|im_start|>user\none<|im_end|>\n<|im_start|>assistant\na2<|im_end|>\n"
+        SYSTEM + "<|im_start|>user\ntask\nGo.<|im_end|>\n<|im_start|>assistant\na1<|im_end|>\n"
+                 "<|im_start|>user\none\nGo.<|im_end|>\n<|im_start|>assistant\na2<|im_end|>\n"
                  "<|im_start|>user\ntwo\n<|im_end|>\n<|im_start|>assistant\n",
     ]
 
@@ -101,11 +101,11 @@ def test_concat_chat_tool_messages_and_history_limit(smollm2_tokenizer):
 
 def test_concat_chat_on_reset(smollm2_tokenizer):
     wrapper = ObservationWrapper(Script(steps=STEPS), "concat_chat_on_reset", tokenizer=smollm2_tokenizer)
-    head = SYSTEM + "<|im_start|>user\ntask<|im_end|>\n<|im_start|>assistant\n"
+    head = SYSTEM + "<|im_start|>user\ntask\nGo.<|im_end|>\n<|im_start|>assistant\n"
     assert run(wrapper, ["a1", "a2"]) == [
         SYSTEM + "<|im_start|>user\ntask\nGo.<|im_end|>\n<|im_start|>assistant\n",
         head + "a1\none\nGo.",
-        head + "a1\none\na2\ntwo\n",
+        head + "a1\none\nGo.\na2\ntwo\n",
     ]
 
 
@@ -117,7 +117,7 @@ def test_tokenizer_by_path_and_through_make_vec(smollm2_tokenizer, smollm2_token
                            wrapper_options={"tokenizer": smollm2_tokenizer}) as vec:
         observations, infos = vec.reset()
         assert observations[0].startswith(SYSTEM + "<|im_start|>user\nLet's play Guess The Number.")
-        assert observations[0].endswith("Enter your next guess.<|im_end|>\n<|im_start|>assistant\n")
+        assert observations[0].endswith("Enter your guess.<|im_end|>\n<|im_start|>assistant\n")
         observations, *_, infos = vec.step([r"\boxed{0}", r"\boxed{0}"])
         assert ("<|im_start|>assistant\n\\boxed{0}<|im_end|>\n<|im_start|>user\nTurn 1: 0 is outside the range"
                 in observations[0])
@@ -163,3 +163,20 @@ def test_native_async_path_gives_the_same_observations():
     chained = wrap(AsyncScript(steps=STEPS), "concat_with_action,episode_tracking")
     expected = run(wrap(Script(steps=STEPS), "concat_with_action,episode_tracking"))
     assert asyncio.run(run_async(chained)) == expected
+
+
+@pytest.mark.parametrize("format", ["concat", "concat_with_action", "concat_chat", "concat_chat_on_reset"])
+@pytest.mark.parametrize("env_id", ["game:GuessTheNumber-v0-easy", "game:Sudoku-v0-easy", "game:Wordle-v0-easy",
+                                    "game:Minesweeper-v0-easy", "game:TowerofHanoi-v0-easy"])
+def test_each_rendering_extends_the_last(env_id, format, smollm2_tokenizer):
+    """What the agent saw at each turn reappears unchanged at the start of every later turn's
+    observation: the history shows each observation as it was seen."""
+    options = {"tokenizer": smollm2_tokenizer} if format.startswith("concat_chat") else {}
+    env = wrap(gem_core.make(env_id), format, **options)
+    seen = env.reset(seed=3)[0]
+    for _ in range(4):
+        observation, _, terminated, truncated, _ = env.step(env.unwrapped.sample_random_action())
+        assert observation.startswith(seen.removesuffix("<|im_start|>assistant\n")), (seen, observation)
+        seen = observation
+        if terminated or truncated:
+            break
