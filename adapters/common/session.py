@@ -61,11 +61,13 @@ class EnvSession:
         self.error: str | None = None  # what failed, when stop is env_error
 
     @classmethod
-    def start(cls, env_id: str, seed: int | None, options: EpisodeOptions | None = None) -> EnvSession:
-        """Make ``env_id`` with ``options.wrappers``. An unknown id or wrapper is a configuration
-        mistake and raises :class:`~gem_core.GemError` here, before any episode is played."""
+    def start(cls, env_id: str, seed: int | None, options: EpisodeOptions | None = None,
+              **env_kwargs: Any) -> EnvSession:
+        """Make ``env_id`` (``env_kwargs`` override its constructor defaults) with
+        ``options.wrappers``. An unknown id, keyword or wrapper is a configuration mistake and
+        raises :class:`~gem_core.GemError` here, before any episode is played."""
         options = options or EpisodeOptions()
-        env = make(env_id)
+        env = make(env_id, **env_kwargs)
         try:
             env = apply_wrappers(env, options.wrappers)
         except BaseException:
