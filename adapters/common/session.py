@@ -80,8 +80,11 @@ class EnvSession:
         return len(self.rewards)
 
     async def reset(self) -> str:
-        """The first observation. A reset that raises is retried with other seeds (logged); if
-        every attempt fails, the observation says so and the first step ends the episode."""
+        """Start an episode (with ``self.seed``) and return its first observation; a session may
+        play several episodes one after the other. A reset that raises is retried with other
+        seeds (logged); if every attempt fails, the observation says so and the first step ends
+        the episode."""
+        self.rewards, self.stop, self.error = [], None, None
         for attempt in range(RESET_ATTEMPTS):
             seed = self.seed if self.seed is None or attempt == 0 else self.seed + attempt * RESEED_STRIDE
             try:
