@@ -48,6 +48,10 @@ class Stage:
 
 STAGES: dict[str, Stage] = {
     "verl": Stage(extras=("verl", "dev"), before=("torch==2.13.0",), tests="tests/adapters/verl"),
+    # ROLL is not on the package index: the stage has what the README installs next to it, plus the
+    # Hydra and dacite that ROLL's launcher loads configs with.
+    "roll": Stage(extras=("roll", "dev"), before=("torch==2.13.0",), tests="tests/adapters/roll",
+                  after=(("hydra-core", "dacite"),)),
 }
 
 
