@@ -141,7 +141,6 @@ def roll_config(settings: RunSettings) -> dict[str, Any]:
         "rollout_batch_size": settings.batch_size * settings.rollouts_per_start,
         "val_batch_size": settings.val_size,
         "sequence_length": settings.prompt_length + settings.response_length,
-        "advantage_clip": None,
         "ppo_epochs": 1,
         "adv_estimator": "step_reinforce",
         "batch_adjust_mode": "copy",

@@ -19,13 +19,14 @@ HARD = "game:GuessTheNumber-v0-hard"
 NUMBER = (int, float)
 #: Top-level keys of ROLL's GEM example and their types (the example's own interpolation variables,
 #: max_tokens_per_step, max_actions_per_traj, default_history_length, env_manager_cls and the
-#: templates, end up inside custom_envs, where they are checked below).
+#: templates, end up inside custom_envs, where they are checked below). advantage_clip is left out:
+#: ROLL's default (no clipping) keeps GEM's values, and ROLL's dacite refuses an explicit null.
 TOP_LEVEL = {
     "exp_name": str, "seed": int, "logging_dir": str, "output_dir": str, "track_with": str,
     "tracker_kwargs": dict, "checkpoint_config": dict, "num_gpus_per_node": int, "max_steps": int,
     "save_steps": int, "logging_steps": int, "eval_steps": int, "resume_from_checkpoint": bool,
     "rollout_batch_size": int, "val_batch_size": int, "sequence_length": int,
-    "advantage_clip": (type(None), float), "ppo_epochs": int, "adv_estimator": str,
+    "ppo_epochs": int, "adv_estimator": str,
     "batch_adjust_mode": str, "step_reward_gamma": NUMBER, "init_kl_coef": NUMBER,
     "whiten_advantages": bool, "entropy_loss_coef": NUMBER, "max_grad_norm": NUMBER, "loss_agg_mode": str,
     "pretrain": str, "reward_pretrain": str, "actor_train": dict, "actor_infer": dict, "reference": dict,
@@ -94,6 +95,7 @@ def test_estimator_settings_and_environments(written):
     assert config["reward_normalization"] == {"grouping": "batch", "norm_mean_type": "batch",
                                               "norm_std_type": "batch"}
     assert config["pipeline_cls"] == "gem_adapters.roll.pipeline.rebn"
+    assert "advantage_clip" not in config
     assert config["batch_adjust_mode"] == "copy"  # whole episodes reach the estimator
     assert config["rollout_batch_size"] == 12 and config["train_env_manager"]["group_size"] == 2
     assert config["train_env_manager"]["num_env_groups"] == 6 and config["max_steps"] == 10
