@@ -147,12 +147,35 @@ def gem_core_rebn(batch, gamma: float) -> dict[tuple[str, int], float]:
     return {(traj, t): float(v) for traj, row in zip(episodes, values) for t, v in enumerate(row)}
 
 
-def roll_advantage_chain(batch, pipeline_config, *, gem_estimator: str | None):
-    """ROLL's driver-side chain from AgenticPipeline.run; with ``gem_estimator`` the response-level
-    step is the one our pipeline_cls swaps in."""
+def swapped_in_function(pipeline_cls, pipeline_config):
+    """What ``compute_response_level_rewards`` is in ROLL's pipeline module while ``pipeline_cls.run``
+    runs (ROLL's own run, which needs GPUs, is replaced for the call), and whether ROLL's function is
+    back afterwards; and whether the pipeline refuses a config without per-turn samples."""
+    import roll.pipeline.agentic.agentic_pipeline as roll_pipeline
+    from gem_core import GemError
+
+    original, seen = roll_pipeline.compute_response_level_rewards, []
+    saved = roll_pipeline.AgenticPipeline.run
+    roll_pipeline.AgenticPipeline.run = lambda self: seen.append(roll_pipeline.compute_response_level_rewards)
+    try:
+        pipeline_cls.run(object.__new__(pipeline_cls))
+    finally:
+        roll_pipeline.AgenticPipeline.run = saved
+    wrong = copy.deepcopy(pipeline_config)
+    wrong.adv_estimator = "reinforce"
+    try:
+        pipeline_cls(wrong)
+        refused = False
+    except GemError:
+        refused = True
+    return seen[0], seen[0] is not original and roll_pipeline.compute_response_level_rewards is original, refused
+
+
+def roll_advantage_chain(batch, pipeline_config, *, response_level=None):
+    """ROLL's driver-side chain from AgenticPipeline.run; ``response_level`` replaces ROLL's
+    ``compute_response_level_rewards`` (as our pipeline_cls does)."""
     import torch
 
-    from gem_adapters.roll.pipeline import response_level_rewards
     from roll.pipeline.agentic.utils import (
         agentic_compute_advantage,
         compute_discounted_returns,
@@ -166,10 +189,7 @@ def roll_advantage_chain(batch, pipeline_config, *, gem_estimator: str | None):
     batch.batch["old_log_probs"] = torch.zeros(len(batch), width)  # the actor's, zero: no KL here
     batch.batch["ref_log_probs"] = torch.zeros(len(batch), width)
     batch = compute_discounted_returns(batch, pipeline_config.adv_estimator, pipeline_config.step_reward_gamma)
-    if gem_estimator is None:
-        batch, _ = compute_response_level_rewards(batch=batch, pipeline_config=pipeline_config)
-    else:
-        batch, _ = response_level_rewards(gem_estimator, batch, pipeline_config)
+    batch, _ = (response_level or compute_response_level_rewards)(batch=batch, pipeline_config=pipeline_config)
     batch, _ = compute_token_reward(batch, pipeline_config, get_kl_controller(pipeline_config.init_kl_coef))
     batch = agentic_compute_advantage(
         data=batch, gamma=pipeline_config.gamma, lambd=pipeline_config.lambd,
@@ -260,6 +280,12 @@ def main() -> int:
         say(f"   pipeline_cls {cfg.pipeline_cls} -> {pipeline_cls.__mro__[1].__module__}.AgenticPipeline "
             f"subclass: {'ok' if ok else 'FAILED'}")
 
+        gem_function, restored, refused = swapped_in_function(pipeline_cls, pipeline_config)
+        failures += not (restored and refused)
+        say(f"   while {pipeline_cls.__name__}.run runs, ROLL's compute_response_level_rewards is "
+            f"{gem_function.__module__}'s; ROLL's is back after: {'ok' if restored else 'FAILED'}; "
+            f"adv_estimator reinforce refused: {'ok' if refused else 'FAILED'}")
+
         say(f"2. ROLL's env managers play {ENV_ID} (random LLM proxy, {EPISODES_PER_MANAGER} episodes each)")
         ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False, logging_level="ERROR")
         try:
@@ -285,9 +311,9 @@ def main() -> int:
         conformance = conformance_samples(step_manager, pipeline_config, tokenizer)
         for label, batch in (("played episodes", step_batch), ("conformance batch", conformance)):
             expected = gem_core_rebn(batch, gamma)
-            gem_batch = roll_advantage_chain(batch, pipeline_config, gem_estimator=pipeline_cls.gem_estimator)
+            gem_batch = roll_advantage_chain(batch, pipeline_config, response_level=gem_function)
             gap, tokens, gem_values = per_token_gap(gem_batch, expected)
-            roll_batch = roll_advantage_chain(batch, pipeline_config, gem_estimator=None)
+            roll_batch = roll_advantage_chain(batch, pipeline_config)
             roll_gap, _, roll_values = per_token_gap(roll_batch, expected)
             ok = gap < 1e-5
             failures += not ok
