@@ -49,7 +49,8 @@ def say(message: str) -> None:
 def write_config(out: Path, roll_source: Path) -> Path:
     command = [sys.executable, "-m", "gem_core.cli", "roll", "config", "--env", ENV_ID, "--model", "Qwen/Qwen3-0.6B",
                "--out", str(out), "--roll-dir", str(roll_source), "--batch-size", "4", "--train-size", "8",
-               "--val-size", "4", "--gamma", "0.9", "--max-turns", "6", "--env-manager", "step"]
+               "--val-size", "4", "--gamma", "0.9", "--max-turns", "6", "--env-manager", "step",
+               "--wrappers", "episode_tracking"]
     result = subprocess.run(command, capture_output=True, text=True, check=True)
     say(f"   gem roll config -> {result.stdout.strip()}")
     return out / "gem_roll.yaml"
@@ -276,9 +277,10 @@ def main() -> int:
             f"step_reward_gamma={pipeline_config.step_reward_gamma} gamma={pipeline_config.gamma} "
             f"reward_normalization=({pipeline_config.reward_normalization.grouping}, "
             f"{pipeline_config.reward_normalization.norm_mean_type}, {pipeline_config.reward_normalization.norm_std_type})")
-        say(f"   env 0: env_type={env_config['env_type']} env_manager_cls={env_config['env_manager_cls']}")
-        say(f"   pipeline_cls {cfg.pipeline_cls} -> {pipeline_cls.__mro__[1].__module__}.AgenticPipeline "
-            f"subclass: {'ok' if ok else 'FAILED'}")
+        say(f"   env 0: env_type={env_config['env_type']} env_manager_cls={env_config['env_manager_cls']} "
+            f"config={dict(env_config['config'])}")
+        say(f"   pipeline_cls {cfg.pipeline_cls}: a subclass of {AgenticPipeline.__module__}.AgenticPipeline: "
+            f"{'ok' if ok else 'FAILED'}")
 
         gem_function, restored, refused = swapped_in_function(pipeline_cls, pipeline_config)
         failures += not (restored and refused)
@@ -300,6 +302,7 @@ def main() -> int:
                     f"episode scores {[round(float(s), 2) for s in batch.non_tensor_batch['episode_scores'][:8]]}"
                     f"{' ...' if len(batch) > 8 else ''}: {'ok' if ok else 'FAILED'}")
                 if name == "StepEnvManager":
+                    say(f"   env/ metrics ROLL logged: {sorted(batch.meta_info['metrics'])}")
                     step_batch, step_manager = batch, manager_cls
                     say(f"   StepEnvManager.formulate_rollouts: steps {list(batch.non_tensor_batch['step'])}, "
                         f"step_scores {[round(s[0], 2) for s in scores]}")
