@@ -50,11 +50,11 @@ def roll_env_id(env_id: str) -> str:
 def register_envs() -> int:
     """Register every GEM adapters id (built-in and plugins) in the ``gem`` registry, prefixed;
     ids already there are kept. Returns how many were added. Safe to call in every process."""
-    from gem.envs.registration import ENV_REGISTRY
-
     from gem_core import list_envs
 
     gem = gem_module()
+    from gem.envs.registration import ENV_REGISTRY
+
     added = 0
     for spec in list_envs():
         roll_id = roll_env_id(spec.id)
