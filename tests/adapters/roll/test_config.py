@@ -158,6 +158,7 @@ def test_step_env_manager_and_other_estimators(tmp_path):
     (["--env", EASY, "--env-manager", "traj"], "traj"),
     (["--env", EASY, "--estimator", "grpo", "--roll-normalisation"], "roll-normalisation"),
     (["--env", EASY, "--estimator", "rebm"], "rebn"),
+    (["--env", EASY, "--estimator", "grpo"], "--n 2"),
     (["--env", EASY, "--batch-size", "0"], "--batch-size"),
     (["--env", EASY, "--wrappers", "concat_chat"], "concat_chat"),
     (["--env", EASY, "--max-tokens-per-turn", "4096", "--response-length", "1024"], "max-tokens-per-turn"),
