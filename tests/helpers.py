@@ -13,13 +13,15 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 
 
-def run_python(code: str, *, env: dict | None = None, path: list[Path] = (), timeout: float = 120) -> subprocess.CompletedProcess:
-    """Run ``code`` in a fresh interpreter (plugins load once per process)."""
+def run_python(code: str, *, env: dict | None = None, path: list[Path] = (), timeout: float = 120,
+               argv: list[str] = ()) -> subprocess.CompletedProcess:
+    """Run ``code`` in a fresh interpreter (plugins load once per process), with ``sys.argv[1:]``
+    set to ``argv``."""
     full_env = {**os.environ, **(env or {})}
     if path:
         full_env["PYTHONPATH"] = os.pathsep.join([*map(str, path), full_env.get("PYTHONPATH", "")])
     return subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(code)],
+        [sys.executable, "-c", textwrap.dedent(code), *argv],
         capture_output=True, text=True, env=full_env, timeout=timeout,
     )
 

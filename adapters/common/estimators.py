@@ -43,6 +43,22 @@ def gem_estimator(name: str) -> str:
     return name
 
 
+def needs_groups(estimator: str) -> bool:
+    """Whether GEM's ``estimator`` compares episodes from one start (GRPO, RLOO, ...), found by
+    running it on two episodes of two singleton groups: such estimators refuse them."""
+    import numpy as np
+
+    from gem_core.estimators import EstimatorInputError
+    from gem_core.estimators.dispatch import estimate_flat
+
+    try:
+        estimate_flat(gem_estimator(estimator), np.array([1.0, 0.0]), np.array([1, 1]), gamma=1.0,
+                      group_ids=[0, 1])
+    except EstimatorInputError:
+        return True
+    return False
+
+
 def token_estimate(estimator: str, token_level_rewards: Any, response_mask: Any, *, gamma: float,
                    group_ids: Any = None, all_reduce: Any = None) -> tuple[Any, Any]:
     """``(advantages, returns)`` for token rows, both shaped like ``token_level_rewards``.

@@ -53,6 +53,11 @@ class RunSettings:
             if getattr(self, name) < 1:
                 option = "--n" if name == "rollouts_per_start" else f"--{name.replace('_', '-')}"
                 raise GemError(f"{option} must be at least 1.")
+        if self.rollouts_per_start < 2:
+            from gem_adapters.common.estimators import needs_groups
+
+            if needs_groups(self.estimator):
+                raise GemError(f"{self.estimator} compares episodes from one start: set --n 2 or more.")
         if self.learning_rate <= 0:
             raise GemError(f"--lr must be positive, not {self.learning_rate}.")
         if self.batch_size > self.train_size:

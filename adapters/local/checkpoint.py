@@ -6,8 +6,10 @@ A run keeps its latest checkpoint in ``<output_dir>/checkpoint``::
                                the tokenizer: `gem eval --model <it>` scores it directly
     checkpoint/trainer.pt      step, optimizer state, torch random state
 
-A new checkpoint is written next to the old one and swapped in, so an interrupted save never
-leaves a broken checkpoint behind.
+A new checkpoint is written next to the old one (``.checkpoint-writing``, marked complete last)
+and swapped in through ``.checkpoint-previous``. A kill at any moment leaves a usable checkpoint:
+if it struck during the swap, :func:`checkpoint_dir` finishes the swap (the new checkpoint, when
+it was complete) or puts the previous one back.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from gem_core.errors import GemError
 CHECKPOINT = "checkpoint"
 MODEL = "model"
 STATE = "trainer.pt"
+COMPLETE = ".complete"  # written last into a checkpoint being written
 
 
 @dataclass
@@ -49,6 +52,7 @@ def save_checkpoint(output_dir: Path, model: Any, tokenizer: Any, state: Trainer
          "cuda_rng": state.cuda_rng},
         staging / STATE,
     )
+    (staging / COMPLETE).write_text(f"{state.step}\n")
     previous = output_dir / f".{CHECKPOINT}-previous"
     shutil.rmtree(previous, ignore_errors=True)
     if final.exists():
@@ -58,8 +62,23 @@ def save_checkpoint(output_dir: Path, model: Any, tokenizer: Any, state: Trainer
     return final
 
 
+def recover(output_dir: Path) -> None:
+    """Finish a checkpoint swap that a kill interrupted: with no ``checkpoint`` folder, a complete
+    new checkpoint is moved in, or else the previous one is put back."""
+    final = output_dir / CHECKPOINT
+    if final.exists():
+        return
+    staging, previous = output_dir / f".{CHECKPOINT}-writing", output_dir / f".{CHECKPOINT}-previous"
+    if (staging / COMPLETE).exists():
+        staging.rename(final)
+        shutil.rmtree(previous, ignore_errors=True)
+    elif previous.exists():
+        previous.rename(final)
+
+
 def checkpoint_dir(output_dir: Path) -> Path:
-    """The checkpoint folder of a run, checked to be complete."""
+    """The checkpoint folder of a run, checked to be complete (after :func:`recover`)."""
+    recover(output_dir)
     folder = output_dir / CHECKPOINT
     if not (folder / STATE).exists() or not (folder / MODEL).is_dir():
         raise GemError(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -54,16 +55,26 @@ class MetricsLog:
             f.write(json.dumps(record, allow_nan=False, default=float) + "\n")
 
     def read(self) -> list[dict[str, Any]]:
+        """The records; a last line cut short by a kill (no newline) is not one."""
         if not self.path.exists():
             return []
-        with open(self.path, encoding="utf-8") as f:
-            return [json.loads(line) for line in f if line.strip()]
+        text = self.path.read_text(encoding="utf-8")
+        lines = text.split("\n")
+        complete = lines[:-1]  # the part after the last newline was never finished
+        return [json.loads(line) for line in complete if line.strip()]
 
     def truncate_after(self, step: int) -> None:
-        """Drop records of steps after ``step`` (written after the checkpoint a run resumes)."""
+        """Keep only the records of steps up to ``step`` (the checkpoint a run resumes), replacing
+        the file at once so that no kill leaves it half-written."""
         kept = [r for r in self.read() if r.get("step", 0) <= step]
-        with open(self.path, "w", encoding="utf-8") as f:
-            f.writelines(json.dumps(r) + "\n" for r in kept)
+        write_atomically(self.path, "".join(json.dumps(r) + "\n" for r in kept))
+
+
+def write_atomically(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` through a temporary file renamed over it."""
+    temporary = path.with_name(f".{path.name}.writing")
+    temporary.write_text(text, encoding="utf-8")
+    os.replace(temporary, path)
 
 
 def plot_learning_curve(records: Sequence[dict[str, Any]], path: Path, *, title: str = "") -> Path:

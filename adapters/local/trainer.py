@@ -16,6 +16,7 @@ model folder, chat template, memory) is checked first.
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass
 from datetime import datetime
@@ -119,6 +120,7 @@ class Trainer:
             source = base
         self.tokenizer = load_tokenizer(source, chat_template=c.chat_template)
         lora = LoraSettings(rank=c.lora_rank, alpha=c.lora_alpha) if c.lora and self.resume is None else None
+        torch.manual_seed(c.seed)  # new LoRA weights are drawn from torch's generator: the same run, the same draw
         self.model = load_model(source, device=self.device, dtype=self.dtype, lora=lora)
         self.parameters = [p for p in self.model.parameters() if p.requires_grad]
         if not self.parameters:
@@ -152,8 +154,11 @@ class Trainer:
         self.metrics = MetricsLog(self.output_dir / METRICS_FILE)
         if self.resume is None:
             self.metrics.path.write_text("")
-        else:
+        else:  # what a killed run wrote after its checkpoint is played again
             self.metrics.truncate_after(self.start_step)
+            for stale in (self.output_dir / EPISODES_DIR).glob("step-*.jsonl"):
+                if int(stale.stem.removeprefix("step-")) > self.start_step:
+                    stale.unlink()
         what = f"LoRA rank {c.lora_rank}" if c.lora else "every weight"
         self._say(f"Training {c.model} ({what}, {self.device}) on {', '.join(c.envs)} with {c.estimator}, "
                   f"gamma {c.gamma}: steps {self.start_step + 1}-{c.steps}, {c.episodes_per_step} episodes each. "
@@ -218,7 +223,10 @@ class Trainer:
         seeds = step_seeds(c.seed, step, c.episodes_per_step, c.group_size)
         episodes = collect_episodes(self.vec_env, self.policy, c.episodes_per_step, seed=seeds)
         rollout_s = time.perf_counter() - started
-        save_episodes(episodes, self.output_dir / EPISODES_DIR / f"step-{step:05d}.jsonl")
+        episodes_file = self.output_dir / EPISODES_DIR / f"step-{step:05d}.jsonl"
+        writing = episodes_file.with_name(f".{episodes_file.name}.writing")
+        save_episodes(episodes, writing)
+        os.replace(writing, episodes_file)  # a kill never leaves a half-written episode file
 
         advantages = self.estimator([e.rewards for e in episodes], gamma=c.gamma,
                                     group_ids=group_ids(episodes) if c.group_size > 1 else None)

@@ -50,8 +50,6 @@ class RunSettings(CommonSettings):
                            f"with --estimator {self.estimator}.")
         if self.options.max_tokens_per_turn is not None and self.options.max_tokens_per_turn > self.response_length:
             raise GemError("--max-tokens-per-turn exceeds --response-length.")
-        if self.rollouts_per_start < 2:
-            check_groups_of_one(self.estimator)
 
     @property
     def max_turns(self) -> int:
@@ -60,17 +58,6 @@ class RunSettings(CommonSettings):
     @property
     def tokens_per_turn(self) -> int:
         return self.options.max_tokens_per_turn or min(DEFAULT_TOKENS_PER_TURN, self.response_length)
-
-
-def check_groups_of_one(estimator: str) -> None:
-    """Raise if ``estimator`` cannot serve groups of one episode (ROLL's ``group_size: 1``)."""
-    from gem_core.estimators import EstimatorInputError, estimate_flat
-
-    try:
-        estimate_flat(estimator, [0.0, 1.0], [1, 1], gamma=1.0, group_ids=["a", "b"])
-    except EstimatorInputError:
-        raise GemError(f"--estimator {estimator} compares the episodes of one start: set --n 2 or more "
-                       "(ROLL's group_size).") from None
 
 
 @dataclass(frozen=True)

@@ -76,7 +76,7 @@ class WarmSandbox:
         problem = bubblewrap.problem(interpreter)
         if problem is not None:
             raise bubblewrap.SandboxUnavailableError(problem)
-        bootstrap = _BOOTSTRAP.format(sys_path=list(interpreter.sys_path), processes=PROCESS_LIMIT,
+        bootstrap = _BOOTSTRAP.format(sys_path=list(interpreter.sandbox_sys_path), processes=PROCESS_LIMIT,
                                       files=OPEN_FILES)
         self.jobs = 0
         self._buffer = b""

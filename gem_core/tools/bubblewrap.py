@@ -5,6 +5,8 @@ user namespace; the program runs as ``nobody`` without capabilities and cannot c
 user namespaces. Its file system holds ``/usr``, ``/etc`` (password hashes and ssh keys masked)
 and the interpreter's own directories, read-only, plus private size-limited tmpfs mounts on
 ``/tmp`` and ``/dev/shm``; the rest of the host, its home directories included, is absent.
+Interpreter directories that lie under the host's ``/tmp`` (a virtual environment made there)
+appear under ``/run/gem-host`` instead, so the sandbox's ``/tmp`` stays private and empty.
 bwrap's own init is pid 1: when the program exits (or bwrap is killed) every process it left
 behind is killed with the pid namespace.
 
@@ -34,6 +36,7 @@ from gem_core.errors import GemError
 #: Environment variable naming the bubblewrap executable (default: ``bwrap`` on ``PATH``).
 BWRAP_ENV_VAR = "GEM_BWRAP"
 WORKDIR = "/tmp"
+HOST_TMP_VIEW = "/run/gem-host"  # where the sandbox shows interpreter folders from the host's /tmp
 SANDBOX_UID = 65534  # nobody
 MIN_BWRAP_VERSION = (0, 8)
 _HOST_UIDS = (1_900_000_000, 2_000_000_000)  # above the ranges container managers hand out
@@ -62,6 +65,15 @@ class Interpreter:
     executable: str
     sys_path: tuple[str, ...]
     mounts: tuple[str, ...]
+
+    def inside(self, path: str) -> str:
+        """The host's ``path`` as the sandbox sees it (see the module documentation)."""
+        return HOST_TMP_VIEW + path if _is_under(path, (WORKDIR,)) else path
+
+    @property
+    def sandbox_sys_path(self) -> tuple[str, ...]:
+        """``sys_path`` as the sandbox sees it."""
+        return tuple(self.inside(path) for path in self.sys_path)
 
 
 _PROBE = (
@@ -138,9 +150,15 @@ DROP_PRIVILEGES = (
 
 @contextlib.contextmanager
 def sandbox_argv(python: Interpreter, program_args: list[str], *, tmp_bytes: int,
-                 files: dict[str, int], drops_privileges: bool = False) -> Iterator[tuple[list[str], list[int]]]:
+                 files: dict[str, int], drops_privileges: bool = False,
+                 writable_dirs: tuple[str, ...] = (),
+                 hidden_dirs: tuple[str, ...] = ()) -> Iterator[tuple[list[str], list[int]]]:
     """The bwrap command running ``python program_args`` with ``files`` (name -> readable fd)
     placed in the working directory, and the fds it needs passed; valid inside the block.
+
+    ``writable_dirs`` are absolute paths that get private tmpfs mounts of ``tmp_bytes`` each,
+    writable by the program, like ``/tmp``. ``hidden_dirs`` are host folders the sandbox would
+    show (see :func:`visible`) that it shows empty instead.
 
     With ``drops_privileges=True`` the program itself starts with :data:`DROP_PRIVILEGES`;
     otherwise ``setpriv`` switches users before it starts."""
@@ -159,14 +177,25 @@ def sandbox_argv(python: Interpreter, program_args: list[str], *, tmp_bytes: int
                      "--cap-drop", "ALL", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
             fds = [userns.fd]
         argv += ["--hostname", "sandbox", "--die-with-parent", "--new-session", *_mounts(python, tmp_bytes)]
+        for path in writable_dirs:
+            argv += ["--perms", "1777", "--size", str(tmp_bytes), "--tmpfs", path]
+        for path in hidden_dirs:
+            argv += ["--tmpfs", path, "--remount-ro", path]
         for name, fd in files.items():
             argv += ["--file", str(fd), f"{WORKDIR}/{name}"]
         argv += ["--remount-ro", "/", "--chdir", WORKDIR, "--"]
         if userns is not None and not drops_privileges:
             argv += [_setpriv() or "setpriv", "--reuid", str(SANDBOX_UID), "--regid", str(SANDBOX_UID),
                      "--clear-groups", "--no-new-privs", "--"]
-        argv += [python.executable, *program_args]
+        argv += [python.inside(python.executable), *program_args]
         yield argv, [*fds, *files.values()]
+
+
+def visible(python: Interpreter, path: str) -> bool:
+    """Whether a sandbox around ``python`` shows the host's ``path`` (read-only)."""
+    path = os.path.realpath(path)
+    return _is_under(path, [p for p in _SYSTEM_DIRS if os.path.isdir(p) and not os.path.islink(p)]) \
+        or _is_under(path, python.mounts)
 
 
 @functools.lru_cache(maxsize=64)
@@ -192,13 +221,14 @@ def _mounts(python: Interpreter, tmp_bytes: int) -> tuple[str, ...]:
     ]
     made: set[str] = set()
     for path in python.mounts:
+        target = python.inside(path)
         # Parents that bwrap made itself would copy the host's modes (/root is 0700): make them
         # 0755 first, so the unprivileged program can reach the interpreter.
-        for parent in _parents(path):
+        for parent in _parents(target):
             if parent not in made:
                 made.add(parent)
                 args += ["--dir", parent]
-        args += ["--ro-bind", path, path]
+        args += ["--ro-bind", path, target]
     return tuple(args)
 
 

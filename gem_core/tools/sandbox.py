@@ -360,19 +360,26 @@ class _Capture:
 
 # --- the program ----------------------------------------------------------------------------
 
-# Runs first in the fresh interpreter: in the sandbox, switches to the sandbox user (see
-# bubblewrap.DROP_PRIVILEGES); applies the limits (in the sandbox, where the process count
-# starts at zero), installs the interpreter's sys.path without running site hooks, and runs the
-# program as __main__ from its file, so tracebacks show its lines. The hook drops this
-# bootstrap's own frame from tracebacks.
-_BOOTSTRAP = """\
-{drop_privileges}import sys, resource as _r
+#: Python source applying ``limits`` (:meth:`Limits.rlimits`, formatted in) to its own process,
+#: within the hard limits it already has; the program's children inherit them.
+SET_LIMITS = """\
+import resource as _r
 for _k, _soft, _hard in {limits!r}:
     _k = getattr(_r, _k)
     _max = _r.getrlimit(_k)[1]
     if _max >= 0:
         _soft, _hard = min(_soft, _max), min(_hard, _max)
     _r.setrlimit(_k, (_soft, _hard))
+del _r, _k, _soft, _hard, _max
+"""
+
+# Runs first in the fresh interpreter: in the sandbox, switches to the sandbox user (see
+# bubblewrap.DROP_PRIVILEGES); applies the limits (in the sandbox, where the process count
+# starts at zero), installs the interpreter's sys.path without running site hooks, and runs the
+# program as __main__ from its file, so tracebacks show its lines. The hook drops this
+# bootstrap's own frame from tracebacks.
+_BOOTSTRAP = """\
+{drop_privileges}{set_limits}import sys
 sys.path[:] = {sys_path!r}
 def _hook(t, v, tb, _default=sys.excepthook):
     if tb is not None and tb.tb_frame.f_code.co_filename == "<string>":
@@ -383,7 +390,7 @@ sys.excepthook = _hook
 import builtins as _b
 _b.exit = _b.quit = sys.exit
 __file__ = sys.argv[0] = {script!r}
-del _r, _k, _soft, _hard, _max, _hook, _b, sys
+del _hook, _b, sys
 exec(compile(open(__file__, "rb").read(), __file__, "exec"))
 """
 
@@ -391,8 +398,9 @@ exec(compile(open(__file__, "rb").read(), __file__, "exec"))
 def _python_args(interpreter: bubblewrap.Interpreter, limits: Limits, script: str, *, sandboxed: bool) -> list[str]:
     # The process limit needs the sandbox's own uid: outside it, it would count the host user's processes.
     bootstrap = _BOOTSTRAP.format(drop_privileges=bubblewrap.DROP_PRIVILEGES if sandboxed else "",
-                                  limits=limits.rlimits(processes=sandboxed),
-                                  sys_path=list(interpreter.sys_path), script=script)
+                                  set_limits=SET_LIMITS.format(limits=limits.rlimits(processes=sandboxed)),
+                                  sys_path=list(interpreter.sandbox_sys_path if sandboxed else interpreter.sys_path),
+                                  script=script)
     return ["-I", "-S", "-B", "-X", "utf8", "-c", bootstrap]
 
 

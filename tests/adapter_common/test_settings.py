@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from gem_adapters.common.dataset import episode_starts, first_observation, write_splits
-from gem_adapters.common.estimators import estimator_names, gem_estimator, library_name, token_estimate
+from gem_adapters.common.estimators import (estimator_names, gem_estimator, library_name, needs_groups,
+                                             token_estimate)
 from gem_adapters.common.settings import RunSettings
 from gem_core import GemError, UnknownEnvError, UnknownNameError
 from tests.adapters import conformance as c
@@ -28,6 +29,7 @@ def settings(**changes) -> RunSettings:
     ({"estimator": "reban"}, UnknownNameError, "rebn"),
     ({"gamma": 1.5}, GemError, "gamma"),
     ({"rollouts_per_start": 0}, GemError, "--n must be"),
+    ({"estimator": "grpo"}, GemError, "grpo compares episodes from one start: set --n 2"),
     ({"batch_size": 7}, GemError, "--batch-size or raise --train-size"),
     ({"learning_rate": 0.0}, GemError, "--lr"),
 ])
@@ -49,6 +51,12 @@ def test_starts_alternate_environments_with_disjoint_seeds(tmp_path):
     assert rows[1]["prompt"] == first_observation(HARD, 17, settings().options)
     assert counts == list(range(1, 9)) and written.longest_prompt == max(
         len(first_observation(e, s, settings().options)) for e, s in train + val)
+
+
+def test_group_estimators_are_told_apart():
+    assert needs_groups("grpo") and needs_groups("gem_rloo")
+    assert not needs_groups("rebn") and not needs_groups("reinforce")
+    settings(estimator="grpo", rollouts_per_start=2).check()
 
 
 def test_estimator_names_as_libraries_see_them():

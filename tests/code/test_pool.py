@@ -131,3 +131,13 @@ def test_closed_pool_refuses_work(sandboxes):
     sandboxes.close()
     with pytest.raises(Exception, match="closed"):
         sandboxes.run("", 1.0)
+
+
+def test_tmp_stays_private_when_the_interpreter_lives_under_tmp(python_under_tmp):
+    sandbox_pool = pool.SandboxPool(runner.harness_source(), python=python_under_tmp, max_sandboxes=1)
+    try:
+        read = "import os\nprint(sorted(set(os.listdir('/tmp')) - {'harness.py'}))"
+        assert submit(sandbox_pool, printing("[]"), read).all_passed
+        assert submit(sandbox_pool, printing("[]"), read).all_passed  # and after a clean-up
+    finally:
+        sandbox_pool.close()

@@ -157,3 +157,11 @@ def test_async_calls_work_in_a_forked_child():
 
 def _child_run() -> str:
     return asyncio.run(arun_python("print('from child')", timeout=20)).stdout
+
+
+def test_tmp_stays_private_when_the_interpreter_lives_under_tmp(python_under_tmp):
+    result = run_python("import os, sys\nprint(sorted(os.listdir('/tmp')))\nprint(sys.executable)",
+                        python=python_under_tmp)
+    listing, executable = result.stdout.splitlines()
+    assert listing == "['main.py']", result.stderr  # only the program's own file
+    assert executable == "/run/gem-host" + python_under_tmp  # the interpreter, seen elsewhere

@@ -352,3 +352,18 @@ def test_an_environment_failing_mid_episode_ends_it_truncated(run_config, chat_t
     assert output.turn_rewards == [0.25, 0.0] and len(server.calls) == 2
     assert len(runs(output.response_mask)) == 2  # both turns are trained on, the failure with reward 0
     assert "the puzzle server went away" in caplog.text and "test:FlakyEnv-v0" in caplog.text
+
+
+class NeverStarts(FlakyEnv):
+    def reset(self, seed=None, **options):
+        raise OSError(f"no puzzle for seed {seed}")
+
+
+def test_an_environment_failing_to_reset_gives_a_truncated_one_turn_episode(run_config, chat_tokenizer, caplog):
+    if "test:NeverStarts-v0" not in {spec.id for spec in gem_core.list_envs("test:*")}:
+        gem_core.register("test:NeverStarts-v0", NeverStarts)
+    with caplog.at_level("ERROR", logger="gem_adapters"):
+        output, server = play(run_config, chat_tokenizer, lambda prompt: "\\boxed{3}", row("test:NeverStarts-v0", 4))
+    assert output.extra_fields["gem_stop"] == "env_error" and output.turn_rewards == [0.0]
+    assert "failed to start" in chat_tokenizer.decode(output.prompt_ids)
+    assert caplog.text.count("failed to reset") == 3  # the seed, then two others

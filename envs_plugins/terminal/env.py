@@ -1,0 +1,407 @@
+"""Terminal environments: an agent works in a sandboxed shell and is graded by hidden tests.
+
+Each episode is one task (see :mod:`gem_envs.terminal.tasks`) in a fresh sandbox
+(:mod:`gem_envs.terminal.sandbox`). Every turn the agent runs one command in a persistent shell,
+or finishes. When the episode ends (``<finish>``, the turn limit, or a format error), the shell
+and everything it started are stopped, the task's tests are copied into ``/tests`` (the agent
+never saw them) and run in the same sandbox; the reward is the weighted fraction that passed.
+"""
+
+from __future__ import annotations
+
+import copy
+import io
+import re
+import tarfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from gem_core.core import Env
+from gem_core.errors import GemError
+from gem_core.tools.sandbox import Limits, SandboxError
+
+from gem_envs.terminal.sandbox import LOGS_DIR, TESTS_DIR, CommandResult, TerminalSandbox, tar_archive
+from gem_envs.terminal.tasks import BUILTIN_DIR, DIFFICULTIES, HARBOR, TerminalTask, builtin_tasks, load_tasks
+
+TIMEOUT_EXIT_CODE = 124
+TEST_OUTPUT_KEPT = 2000  # characters of the test script's output in info when it reported no test
+PROMPT = (
+    "You are working in a Linux shell (bash) in {workdir}, with no network access.\n\n"
+    "Task:\n{instruction}\n\n"
+    "Run one command per turn as <bash>COMMANDS</bash> (several lines are fine); you will see its output "
+    "and exit code. The shell persists between turns: the directory, variables and background jobs stay. "
+    "A command is stopped after {timeout:g} seconds; to allow more, write "
+    "<bash>{{cmd: COMMANDS, timeout_secs: N}}</bash> (at most {max_timeout:g}). "
+    "When the task is done, reply <finish>. You have {max_turns} turns."
+)
+_TAG = re.compile(r"<(/?)(bash|finish)\s*(/?)>", re.IGNORECASE)
+_RANDOM_ACTIONS = ("<bash>ls -la</bash>", "<bash>pwd</bash>", "<bash>find . -maxdepth 2 | head -50</bash>",
+                   "<bash>head -n 20 *</bash>")
+
+
+class Reward:
+    """Rewards of the terminal environments (documented in docs/envs.md)."""
+
+    FORMAT_ERROR = -0.1  # added to the grade when an action has no well-formed tag; the episode ends
+
+
+@dataclass(frozen=True)
+class Action:
+    """A parsed action: ``kind`` is ``"bash"``, ``"finish"`` or ``"invalid"`` (``error`` says why)."""
+
+    kind: str
+    command: str = ""
+    timeout: float | None = None
+    error: str = ""
+
+
+def parse_action(text: str) -> Action:
+    """The first ``<bash>...</bash>`` or ``<finish>`` in ``text``; never raises.
+
+    A ``<bash>`` body that is a YAML mapping with ``cmd`` (and optionally ``timeout_secs``) is read
+    as such; any other body is the command itself.
+    """
+    if not isinstance(text, str):
+        return Action("invalid", error="the action is not text")
+    opening = next((m for m in _TAG.finditer(text) if not m.group(1)), None)
+    if opening is None:
+        return Action("invalid", error="no <bash>...</bash> or <finish> tag")
+    if opening.group(2).lower() == "finish":
+        return Action("finish")
+    if opening.group(3):
+        return Action("invalid", error="<bash/> holds no command")
+    body_start = opening.end()
+    closing = re.compile(r"</bash\s*>", re.IGNORECASE).search(text, body_start)
+    if closing is None:
+        return Action("invalid", error="the <bash> tag is not closed with </bash>")
+    body = text[body_start:closing.start()]
+    if re.search(r"<bash\s*>", body, re.IGNORECASE):
+        return Action("invalid", error="<bash> tags are nested")
+    command, timeout = _yaml_form(body)
+    if timeout is not None and not (isinstance(timeout, (int, float)) and not isinstance(timeout, bool)
+                                    and 0 < timeout < float("inf")):
+        return Action("invalid", error=f"timeout_secs must be a positive number of seconds, not {timeout!r}")
+    if not command.strip():
+        return Action("invalid", error="the <bash> tag holds no command")
+    return Action("bash", command=command, timeout=None if timeout is None else float(timeout))
+
+
+def _yaml_form(body: str) -> tuple[str, Any]:
+    stripped = body.strip()
+    if not (stripped.startswith("{") and stripped.endswith("}")) or "cmd" not in stripped:
+        return body, None
+    import yaml
+
+    try:
+        loaded = yaml.safe_load(stripped)
+    except yaml.YAMLError:
+        return body, None  # a shell group such as `{ a; b; }`
+    if not isinstance(loaded, dict) or not isinstance(loaded.get("cmd"), str):
+        return body, None
+    return loaded["cmd"], loaded.get("timeout_secs")
+
+
+@dataclass
+class Grade:
+    """The tests' verdict: the weighted fraction passed, and which passed, failed or errored."""
+
+    score: float
+    passed: list[str] = field(default_factory=list)
+    failed: list[str] = field(default_factory=list)
+    errored: list[str] = field(default_factory=list)
+    output: str = ""
+
+    def info(self) -> dict[str, Any]:
+        info = {"score": self.score, "passed": len(self.passed), "failed": len(self.failed),
+                "errored": len(self.errored), "tests": {**{n: "passed" for n in self.passed},
+                                                         **{n: "failed" for n in self.failed},
+                                                         **{n: "errored" for n in self.errored}}}
+        if not self.passed and not self.failed and self.errored:  # the tests reported nothing: say why
+            info["test_output"] = self.output[-TEST_OUTPUT_KEPT:]
+        return info
+
+
+# pytest's summary lines (`pytest -rA`) and unittest's verbose lines (`python3 -m unittest -v`)
+_PYTEST_LINE = re.compile(r"^(PASSED|FAILED|ERROR|XPASS|XFAIL)\s+(\S+::\S+)", re.MULTILINE)
+_UNITTEST_LINE = re.compile(r"^(\w+) \(([\w.]+)\)\s*\.\.\. (ok|FAIL|ERROR|unexpected success)$", re.MULTILINE)
+_VERDICTS = {"PASSED": "passed", "XFAIL": "passed", "ok": "passed", "FAILED": "failed", "FAIL": "failed",
+             "XPASS": "failed", "unexpected success": "failed", "ERROR": "errored"}
+
+
+def parse_test_output(output: str) -> dict[str, str]:
+    """Test name -> ``passed``/``failed``/``errored`` from pytest or unittest output."""
+    results: dict[str, str] = {}
+    for verdict, name in _PYTEST_LINE.findall(output):
+        results[name.split("::")[-1]] = _VERDICTS[verdict]
+    for name, _, verdict in _UNITTEST_LINE.findall(output):
+        results[name] = _VERDICTS[verdict]
+    return results
+
+
+def weighted_score(results: dict[str, str], weights: dict[str, float]) -> float:
+    if not results:
+        return 0.0
+    total = sum(weights.get(name, 1.0) for name in results)
+    passed = sum(weights.get(name, 1.0) for name, verdict in results.items() if verdict == "passed")
+    return passed / total if total > 0 else 0.0
+
+
+class TerminalEnv(Env):
+    """A terminal task per episode, solved by shell commands and graded by hidden tests.
+
+    The tasks are the shipped ones (all, or one ``difficulty``), or those under ``path`` (a
+    terminal-bench or Harbor task folder, or a folder of them), or ``tasks``; ``task`` picks one
+    by name. ``reset(seed)`` draws the task from the seed; ``reset(task=NAME)`` picks it.
+
+    Actions: ``<bash>COMMANDS</bash>`` (or ``<bash>{cmd: ..., timeout_secs: N}</bash>``) runs
+    commands; ``<finish>`` ends the episode. Each command may run ``command_timeout`` seconds
+    (``max_command_timeout`` when it asks for more); its output is kept to ``max_output``
+    bytes (head and tail). Limits on every process: ``memory_mb`` of address space,
+    ``max_processes``, ``max_file_mb`` per file; the workspace, ``/tmp``, ``/tests`` and ``/logs``
+    hold ``disk_mb`` each.
+
+    Rewards: 0 per command; at the end, the weighted fraction of tests passed, plus
+    :attr:`Reward.FORMAT_ERROR` if the episode ended on a malformed action. ``terminated`` after
+    ``<finish>`` or a format error, ``truncated`` at ``max_turns`` or when the commands have used
+    the task's time budget (``agent_timeout``).
+    """
+
+    blocking = True  # a step waits on the sandbox
+
+    def __init__(
+        self,
+        path: str | Path | None = None,
+        difficulty: str | None = None,
+        task: str | None = None,
+        tasks: list[TerminalTask] | None = None,
+        max_turns: int = 30,
+        command_timeout: float = 30.0,
+        max_command_timeout: float = 180.0,
+        max_output: int = 8192,
+        memory_mb: int = 2048,
+        max_processes: int = 128,
+        max_file_mb: int = 128,
+        disk_mb: int = 256,
+    ):
+        if difficulty is not None and difficulty not in DIFFICULTIES:
+            raise GemError(f"difficulty must be one of {', '.join(DIFFICULTIES)}, not {difficulty!r}.")
+        if tasks is None:
+            tasks = load_tasks(path) if path is not None else builtin_tasks()
+        self.tasks = [t for t in tasks if difficulty is None or t.difficulty == difficulty]
+        if task is not None:
+            self.tasks = [t for t in self.tasks if t.name == task]
+            if not self.tasks:
+                raise GemError(f"No terminal task named {task!r}; known: {', '.join(t.name for t in tasks)}.")
+        if not self.tasks:
+            raise GemError("No terminal task to play: the selection is empty.")
+        if max_turns < 1:
+            raise GemError(f"max_turns must be at least 1, not {max_turns}.")
+        if not 0 < command_timeout <= max_command_timeout:
+            raise GemError("command_timeout must be positive and at most max_command_timeout.")
+        self.max_turns, self.command_timeout = max_turns, float(command_timeout)
+        self.limits = Limits(timeout=float(max_command_timeout), memory_mb=memory_mb,
+                             cpu_seconds=int(max_command_timeout) * 4, max_processes=max_processes,
+                             max_file_mb=max_file_mb, tmp_mb=disk_mb, max_output=max_output)
+        self.task: TerminalTask | None = None
+        self.sandbox: TerminalSandbox | None = None
+        self.turn, self.done, self.agent_seconds = 0, True, 0.0
+
+    # --- episode ----------------------------------------------------------------------------
+
+    def reset(self, seed: int | None = None, task: str | None = None, **options: Any) -> tuple[str, dict[str, Any]]:
+        super().reset(seed)
+        if task is not None:
+            chosen = [t for t in self.tasks if t.name == task]
+            if not chosen:
+                raise GemError(f"No terminal task named {task!r}; known: {', '.join(t.name for t in self.tasks)}.")
+            self.task = chosen[0]
+        else:
+            self.task = self.rng.choice(self.tasks)
+        self._start(self.task)
+        self._prepare(self.task)
+        self.turn, self.done, self.agent_seconds = 0, False, 0.0
+        return self._prompt(), {"task": self.task.name, "difficulty": self.task.difficulty}
+
+    def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        if self.done or self.sandbox is None:
+            raise GemError("The episode is over: call reset() first.")
+        self.turn += 1
+        try:
+            return self._step(parse_action(action))
+        except SandboxError as e:  # the sandbox died under the agent (say, `kill -9 -1`): nothing to grade
+            self.close()
+            return (f"[the sandbox ended: {e}] The episode ends ungraded.", 0.0, True, False,
+                    {**Grade(0.0).info(), "sandbox_error": str(e)})
+
+    def _step(self, parsed: Action) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        if parsed.kind == "bash":
+            left = self.task.agent_timeout - self.agent_seconds
+            timeout = min(parsed.timeout or self.command_timeout, self.limits.timeout, max(left, 0.001))
+            start = time.monotonic()
+            result = self.sandbox.run(parsed.command, timeout)
+            self.agent_seconds += time.monotonic() - start
+            observation = self._shown(result, timeout)
+            info = {"exit_code": result.exit_code, "timed_out": result.timed_out}
+            if self.turn < self.max_turns and self.agent_seconds < self.task.agent_timeout:
+                return observation, 0.0, False, False, info
+            limit = (f"The turn limit ({self.max_turns})" if self.turn >= self.max_turns
+                     else f"The task's time limit ({self.task.agent_timeout:g} s of commands)")
+            grade = self._grade()
+            return (f"{observation}\n\n{limit} is reached. {self._verdict(grade)}",
+                    grade.score, False, True, {**info, **grade.info()})
+        grade = self._grade()
+        if parsed.kind == "finish":
+            return self._verdict(grade), grade.score, True, False, grade.info()
+        return (f"Invalid action: {parsed.error}. The episode ends. {self._verdict(grade)}",
+                grade.score + Reward.FORMAT_ERROR, True, False, {**grade.info(), "format_error": True})
+
+    def sample_random_action(self) -> str:
+        return self.rng.choice(_RANDOM_ACTIONS)
+
+    def grade(self) -> Grade:
+        """Stop the agent's processes and run the task's tests (this ends the episode)."""
+        if self.sandbox is None:
+            raise GemError("No episode to grade: call reset() first.")
+        return self._grade()
+
+    def run_solution(self) -> CommandResult:
+        """Run the task's reference solution in the shell (to check a task; not for agents)."""
+        if self.sandbox is None or self.done:
+            raise GemError("No episode in progress: call reset() first.")
+        self.sandbox.put("/tmp", tar_archive([(self.task.solution, ".gem-solution.sh")]))
+        return self.sandbox.run("bash /tmp/.gem-solution.sh", self.limits.timeout)
+
+    def clone(self) -> TerminalEnv:
+        """A copy in a new sandbox: the same task, workspace, shell directory and exported variables."""
+        twin = copy.copy(self)
+        twin._rng, twin._np_rng = copy.deepcopy(self._rng), copy.deepcopy(self._np_rng)
+        twin.sandbox = None
+        if self.sandbox is None or self.task is None:
+            return twin
+        workspace = self.sandbox.snapshot()
+        state = self.sandbox.run('printf "cd %q\\n" "$PWD"; export -p', 10.0) if not self.done else None
+        twin._start(self.task)
+        twin.sandbox.put(self.task.workdir, workspace, clean=True)
+        if state is not None and state.exit_code == 0:
+            twin.sandbox.run(state.output, 10.0)
+        return twin
+
+    def close(self) -> None:
+        if self.sandbox is not None:
+            self.sandbox.close()
+            self.sandbox = None
+        self.done = True
+
+    # --- helpers ----------------------------------------------------------------------------
+
+    def _start(self, task: TerminalTask) -> None:
+        if self.sandbox is not None:
+            self.sandbox.close()
+        self.sandbox = TerminalSandbox(self.limits, workdir=task.workdir, env=dict(task.env),
+                                       hidden=(task.root, BUILTIN_DIR))
+
+    def _prepare(self, task: TerminalTask) -> None:
+        """Place the task's files and run its set-up commands."""
+        if task.files:
+            self.sandbox.put(task.workdir, _archive(task, task.workdir))
+        for command in task.setup:
+            result = self.sandbox.execute(command, timeout=self.limits.timeout)
+            if result.exit_code != 0:
+                raise GemError(f"Setting up the terminal task {task.name!r} failed: `{command}` exited with "
+                               f"{result.exit_code}: {result.output[-1000:]}")
+
+    def _grade(self) -> Grade:
+        task = self.task
+        self.done = True
+        self.sandbox.kill_all()  # nothing the agent left running may touch the tests or their results
+        self.sandbox.put(TESTS_DIR, tar_archive(task.test_files), clean=True)
+        self.sandbox.put(LOGS_DIR, _empty_logs(), clean=True)
+        result = self.sandbox.execute(task.test_command, timeout=task.test_timeout,
+                                      env={"TEST_DIR": TESTS_DIR, "T_BENCH_TEST_DIR": TESTS_DIR})
+        results = parse_test_output(result.output)
+        if task.layout == HARBOR:
+            score = self._harbor_reward()
+        else:
+            score = weighted_score(results, dict(task.test_weights))
+        by = {verdict: [n for n, v in results.items() if v == verdict] for verdict in ("passed", "failed", "errored")}
+        if not results and score < 1.0:
+            by["errored"].append(task.test_command)  # the tests did not run
+        self.sandbox.kill_all()
+        return Grade(score, by["passed"], by["failed"], by["errored"], result.output)
+
+    def _harbor_reward(self) -> float:
+        result = self.sandbox.execute(f"cat {LOGS_DIR}/verifier/reward.txt 2>/dev/null || "
+                                      f"cat {LOGS_DIR}/verifier/reward.json", timeout=10.0)
+        text = result.output.strip()
+        try:
+            if text.startswith("{"):
+                import json
+
+                values = [float(v) for v in json.loads(text).values()]
+                return sum(values) / len(values) if values else 0.0
+            return float(text)
+        except (ValueError, TypeError, AttributeError):
+            return 0.0
+
+    def _prompt(self) -> str:
+        return PROMPT.format(workdir=self.task.workdir, instruction=self.task.instruction,
+                             timeout=self.command_timeout, max_timeout=self.limits.timeout, max_turns=self.max_turns)
+
+    def _verdict(self, grade: Grade) -> str:
+        ran = len(grade.passed) + len(grade.failed) + len(grade.errored)
+        text = f"Tests: {len(grade.passed)} of {ran} passed (score {grade.score:.2f})."
+        if grade.failed or grade.errored:
+            text += " Not passed: " + ", ".join(grade.failed + grade.errored) + "."
+        return text
+
+    def _shown(self, result: CommandResult, timeout: float) -> str:
+        lines = [result.output.rstrip("\n")] if result.output else []
+        if result.timed_out:
+            lines.append(f"[timed out after {timeout:g} s: the command and everything it started were killed; "
+                         f"exit code {TIMEOUT_EXIT_CODE}]")
+        else:
+            lines.append(f"[exit code {result.exit_code}]")
+        if result.restarted:
+            lines.append(f"[the shell ended; a new one started in {self.task.workdir}: variables, directory "
+                         "and background jobs were reset]")
+        return "\n".join(lines)
+
+
+def _archive(task: TerminalTask, workdir: str) -> bytes:
+    """The task's workspace files as a tar archive relative to ``workdir``; a task folder copied
+    whole leaves out its tests, solution and metadata."""
+    hidden = {"tests", "solution", "solution.sh", "run-tests.sh", "task.yaml", "task.toml", "instruction.md",
+              "Dockerfile", "docker-compose.yaml", "environment"}
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as tar:
+        for host, target in task.files:
+            name = target[len(workdir):].lstrip("/") or "."
+            if host in (task.root.resolve(), (task.root / "environment").resolve()):
+                for child in sorted(host.iterdir()):
+                    if child.name not in hidden:
+                        tar.add(str(child), arcname=f"{name}/{child.name}")
+            else:
+                tar.add(str(host), arcname=name)
+    return buffer.getvalue()
+
+
+def _empty_logs() -> bytes:
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as tar:
+        for name in ("verifier", "agent"):
+            info = tarfile.TarInfo(name)
+            info.type, info.mode = tarfile.DIRTYPE, 0o777
+            tar.addfile(info)
+    return buffer.getvalue()
+
+
+class TaskFolderEnv(TerminalEnv):
+    """:class:`TerminalEnv` on the tasks under ``path`` (terminal-bench or Harbor folders)."""
+
+    def __init__(self, path: str | Path | None = None, **options: Any):
+        if path is None:
+            raise GemError("terminal:Tasks-v0 plays your own tasks: pass path=DIR, a terminal-bench or Harbor "
+                           "task folder or a folder of them (the shipped tasks are terminal:All-v0).")
+        super().__init__(path=path, **options)

@@ -1,0 +1,2 @@
+#!/bin/bash
+echo "hello from run.sh" > /app/output.txt

@@ -1,0 +1,5 @@
+#!/bin/bash
+set -e
+cd /app
+chmod +x run.sh
+./run.sh

@@ -1,0 +1,214 @@
+"""The GEM agent file, loaded by OpenRLHF's own loader and driven by OpenRLHF's own
+MultiTurnAgentExecutor, plays GEM episodes; its output goes through OpenRLHF's own conversion
+into an Experience. Stood in for: the model server (a scripted engine) and, at import only,
+vllm (see conftest.py and standins.py)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+import torch
+from openrlhf.trainer.ppo_utils.samples_generator import SamplesGenerator
+from openrlhf.trainer.ray.vllm_engine import _load_agent_executor
+from openrlhf.utils.agent import MultiTurnAgentExecutor
+
+import gem_core
+from gem_adapters.common.options import EpisodeOptions
+from gem_adapters.common.settings import RunSettings
+from gem_adapters.common.turns import turn_end_positions
+from gem_adapters.openrlhf.config import agent_file_text
+from gem_adapters.openrlhf.labels import decode_label, encode_label
+from gem_core import Env, GemError
+from tests.adapters.openrlhf.conftest import Guesser, SamplingParams
+
+EASY = "game:GuessTheNumber-v0-easy"
+MAX_LEN = 2048
+
+
+def agent_file(tmp_path: Path, **options) -> Path:
+    settings = RunSettings(env_ids=(EASY,), model="m", out_dir=tmp_path, options=EpisodeOptions(**options))
+    path = tmp_path / f"agent_{len(list(tmp_path.glob('agent_*.py')))}.py"
+    path.write_text(agent_file_text(settings))
+    return path
+
+
+def play(executor, engine, tokenizer, label: str, *, max_len: int = MAX_LEN):
+    """One sample through the executor, then through OpenRLHF's conversion into an Experience."""
+    response = asyncio.run(executor.execute(prompt="(logged prompt)", label=label, sampling_params=SamplingParams(),
+                                            max_length=max_len, hf_tokenizer=tokenizer, llm_engine=engine))
+    experience = SamplesGenerator._process_response_into_experience(SimpleNamespace(), response, max_len=max_len)
+    return response, experience
+
+
+def replay(env_id: str, seed: int, answers: list[str]) -> tuple[list[str], list[float], str]:
+    """The same answers played on gem_core directly: observations, rewards, how it stopped."""
+    env = gem_core.make(env_id)
+    observations, rewards = [env.reset(seed=seed)[0]], []
+    stop = "open"
+    for answer in answers:
+        observation, reward, terminated, truncated, _ = env.step(answer)
+        observations.append(observation)
+        rewards.append(reward)
+        if terminated or truncated:
+            stop = "terminated" if terminated else "truncated"
+            break
+    return observations, rewards, stop
+
+
+def test_openrlhf_loads_the_agent_file_and_its_executor_plays_a_gem_episode(tmp_path, engine_for, smollm2_tokenizer):
+    executor = _load_agent_executor(str(agent_file(tmp_path)))
+    assert isinstance(executor, MultiTurnAgentExecutor)
+    guesser = Guesser()
+    engine = engine_for(guesser)
+    response, experience = play(executor, engine, smollm2_tokenizer, encode_label(EASY, 3))
+
+    observations, rewards, stop = replay(EASY, 3, guesser.answers)
+    played = decode_label(experience.labels[0])
+    assert played == {"env_id": EASY, "seed": 3, "turn_rewards": rewards, "stop": stop}
+    assert len(rewards) >= 2 and stop in ("terminated", "truncated")
+    assert experience.rewards.tolist() == pytest.approx([sum(rewards)])
+    assert experience.info["gem_turns"].tolist() == [len(rewards)]
+
+    # The tokens: the first observation through the chat template, then each answer (mask 1)
+    # followed by the next observation as a user message (mask 0).
+    tokens = experience.sequences[0].tolist()
+    mask = experience.action_mask[0].tolist()  # aligned with tokens[1:]
+    decode = lambda ids: smollm2_tokenizer.decode(ids, skip_special_tokens=False)  # noqa: E731
+    first = smollm2_tokenizer.apply_chat_template([{"role": "user", "content": observations[0]}], tokenize=False,
+                                                  add_generation_prompt=True)
+    ends = turn_end_positions(torch.tensor(mask))
+    assert len(ends) == len(rewards)
+    runs, position = [], 0
+    spans = []
+    for start, end in response["action_ranges"]:
+        spans.append((position, start))
+        runs.append((start, end))
+        position = end
+    assert decode(tokens[:runs[0][0]]) == first
+    for turn, (start, end) in enumerate(runs):
+        assert all(mask[i - 1] == 1 for i in range(start, end))
+        assert decode(tokens[start:end]) == guesser.answers[turn] + "<|im_end|>"
+        gap = tokens[end:runs[turn + 1][0]] if turn + 1 < len(runs) else tokens[end:]
+        assert all(mask[i - 1] == 0 for i in range(end, end + len(gap)))
+        if turn + 1 < len(runs):
+            assert decode(gap) == ("\n<|im_start|>user\n" + observations[turn + 1]
+                                   + "<|im_end|>\n<|im_start|>assistant\n")
+        else:
+            assert gap == []  # nothing follows the last answer
+    assert engine.calls[0]["prompt_ids"] == tokens[:runs[0][0]]
+
+
+def test_max_turns_and_the_token_limit_per_turn(tmp_path, engine_for, smollm2_tokenizer):
+    executor = _load_agent_executor(str(agent_file(tmp_path, max_turns=2, max_tokens_per_turn=6)))
+    engine = engine_for(lambda prompt: "\\boxed{1} then more words here")  # 6 tokens: \boxed{1}
+    response, experience = play(executor, engine, smollm2_tokenizer, encode_label(EASY, 3))
+    played = decode_label(experience.labels[0])
+    assert played["stop"] == "max_turns" and len(played["turn_rewards"]) == 2
+    assert [call["max_tokens"] for call in engine.calls] == [6, 6]
+    assert [end - start for start, end in response["action_ranges"]] == [6, 6]
+    assert played["turn_rewards"] == replay(EASY, 3, ["\\boxed{1}"] * 2)[1]
+    assert response["truncated"]  # OpenRLHF's own flag: the last answer hit the limit
+
+
+def test_the_episode_budget_of_openrlhf_ends_the_episode(tmp_path, engine_for, smollm2_tokenizer):
+    executor = _load_agent_executor(str(agent_file(tmp_path)))
+    engine = engine_for(lambda prompt: "\\boxed{1} " * 20)
+    _, experience = play(executor, engine, smollm2_tokenizer, encode_label(EASY, 3), max_len=200)
+    played = decode_label(experience.labels[0])
+    assert played["stop"] == "max_length" and len(played["turn_rewards"]) >= 1
+    assert experience.sequences.shape[1] <= 200
+
+
+class FailsOnSecondStep(Env):
+    def reset(self, seed=None, **options):
+        super().reset(seed)
+        self.turn = 0
+        return "Say anything.", {}
+
+    def step(self, action):
+        self.turn += 1
+        if self.turn == 2:
+            raise RuntimeError("disk on fire")
+        return "Again.", 0.25, False, False, {}
+
+
+@pytest.fixture
+def failing_env():
+    gem_core.register("test:FailsOnSecondStep-v0", FailsOnSecondStep)
+    yield "test:FailsOnSecondStep-v0"
+    gem_core.registry.deregister("test:FailsOnSecondStep-v0")
+
+
+def test_an_env_that_raises_mid_episode_ends_truncated_and_the_batch_goes_on(tmp_path, engine_for, smollm2_tokenizer,
+                                                                             failing_env, caplog):
+    executor = _load_agent_executor(str(agent_file(tmp_path)))
+
+    async def batch():
+        return await asyncio.gather(*[
+            executor.execute(prompt="p", label=label, sampling_params=SamplingParams(), max_length=MAX_LEN,
+                             hf_tokenizer=smollm2_tokenizer, llm_engine=engine_for(Guesser()))
+            for label in (encode_label(failing_env, 0), encode_label(EASY, 3))])
+
+    failed, fine = asyncio.run(batch())
+    assert decode_label(failed["label"])["stop"] == "env_error"
+    assert decode_label(failed["label"])["turn_rewards"] == [0.25, 0.0]
+    assert decode_label(fine["label"])["stop"] in ("terminated", "truncated")
+    assert "disk on fire" in caplog.text
+
+
+def test_a_tool_wrapped_environment(tmp_path, engine_for, smollm2_tokenizer):
+    executor = _load_agent_executor(str(agent_file(tmp_path, wrappers=["python_tool"], max_turns=2)))
+    answers = iter(["<python>print(6 * 7)</python>", "\\boxed{5}"])
+    engine = engine_for(lambda prompt: next(answers))
+    _, experience = play(executor, engine, smollm2_tokenizer, encode_label(EASY, 3))
+    second_prompt = smollm2_tokenizer.decode(engine.calls[1]["prompt_ids"])
+    assert "42" in second_prompt.rsplit("<|im_start|>user", 1)[-1]
+    assert decode_label(experience.labels[0])["stop"] == "max_turns"
+
+
+def test_a_row_without_a_gem_label_is_refused(tmp_path, engine_for, smollm2_tokenizer):
+    executor = _load_agent_executor(str(agent_file(tmp_path)))
+    with pytest.raises(GemError, match="--data.label_key label"):
+        play(executor, engine_for(Guesser()), smollm2_tokenizer, "42")
+    with pytest.raises(GemError, match="GuessTheNumber"):  # an unknown id names the closest ones
+        play(executor, engine_for(Guesser()), smollm2_tokenizer, encode_label("game:GuessTheNumbr-v0-easy", 0))
+
+
+def test_an_agent_file_without_gem_installed_says_how_to_install_it(tmp_path, monkeypatch):
+    path = agent_file(tmp_path)
+    monkeypatch.setitem(sys.modules, "gem_adapters.openrlhf.agent", None)  # as if GEM were missing
+    with pytest.raises(ImportError, match=r"pip install 'gem-adapters\[openrlhf\]'"):
+        _load_agent_executor(str(path))
+
+
+def test_the_agent_file_refuses_bad_options(tmp_path):
+    path = tmp_path / "agent.py"
+    path.write_text(agent_file_text(RunSettings(env_ids=(EASY,), model="m", out_dir=tmp_path))
+                    .replace("'wrappers': []", "'wrappers': ['concat_chat']"))
+    with pytest.raises(GemError, match="concat_chat"):
+        _load_agent_executor(str(path))
+    assert json.loads(encode_label(EASY, 1)) == {"env_id": EASY, "seed": 1}
+
+
+def test_a_template_that_rewrites_past_turns_still_gives_the_text_between_turns(smollm2_tokenizer):
+    """Like Qwen3's template, which shows reasoning only in the turn after the last user message."""
+    import copy
+
+    from gem_adapters.openrlhf.agent import ChatFormat
+
+    tokenizer = copy.deepcopy(smollm2_tokenizer)
+    tokenizer.chat_template = (
+        "{% for m in messages %}<|im_start|>{{ m['role'] }}\n"
+        "{% if m['role'] == 'assistant' and loop.last %}<think></think>{% endif %}"
+        "{{ m['content'] }}<|im_end|>\n{% endfor %}"
+        "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
+    chat = ChatFormat(tokenizer)
+    answer = tokenizer.encode("<think>hmm</think>\\boxed{3}<|im_end|>", add_special_tokens=False)
+    assert chat.after_answer(answer, "Higher.") == "\n<|im_start|>user\nHigher.<|im_end|>\n<|im_start|>assistant\n"
+    cut = tokenizer.encode("\\boxed{3", add_special_tokens=False)  # an answer cut by a token limit
+    assert chat.after_answer(cut, "Higher.").startswith("<|im_end|>\n<|im_start|>user\nHigher.")
