@@ -156,7 +156,7 @@ def test_step_env_manager_and_other_estimators(tmp_path):
 @pytest.mark.parametrize("args, message", [
     (["--env", "game:GuesTheNumber-v0"], "GuessTheNumber"),
     (["--env", EASY, "--env-manager", "traj"], "traj"),
-    (["--env", EASY, "--estimator", "grpo", "--roll-normalisation"], "roll-normalisation"),
+    (["--env", EASY, "--estimator", "grpo", "--n", "2", "--roll-normalisation"], "roll-normalisation"),
     (["--env", EASY, "--estimator", "rebm"], "rebn"),
     (["--env", EASY, "--estimator", "grpo"], "--n 2"),
     (["--env", EASY, "--batch-size", "0"], "--batch-size"),
