@@ -273,14 +273,14 @@ def main() -> int:
         ok = (type(pipeline_config).__name__ == "AgenticConfig" and issubclass(pipeline_cls, AgenticPipeline)
               and pipeline_config.adv_estimator == "step_reinforce")
         failures += not ok
+        norm = pipeline_config.reward_normalization
         say(f"   {type(pipeline_config).__name__}: adv_estimator={pipeline_config.adv_estimator} "
             f"step_reward_gamma={pipeline_config.step_reward_gamma} gamma={pipeline_config.gamma} "
-            f"reward_normalization=({pipeline_config.reward_normalization.grouping}, "
-            f"{pipeline_config.reward_normalization.norm_mean_type}, {pipeline_config.reward_normalization.norm_std_type})")
+            f"reward_normalization=({norm.grouping}, {norm.norm_mean_type}, {norm.norm_std_type})")
         say(f"   env 0: env_type={env_config['env_type']} env_manager_cls={env_config['env_manager_cls']} "
             f"config={dict(env_config['config'])}")
-        say(f"   pipeline_cls {cfg.pipeline_cls}: a subclass of {AgenticPipeline.__module__}.AgenticPipeline: "
-            f"{'ok' if ok else 'FAILED'}")
+        say(f"   pipeline_cls {cfg.pipeline_cls}: a subclass of "
+            f"{AgenticPipeline.__module__}.AgenticPipeline: {'ok' if ok else 'FAILED'}")
 
         gem_function, restored, refused = swapped_in_function(pipeline_cls, pipeline_config)
         failures += not (restored and refused)

@@ -64,7 +64,7 @@ def test_registration_happens_on_importing_the_env_managers_in_a_fresh_process()
 
 def test_roll_plays_an_episode_exactly_as_gem_core_does(gem):
     env = gem.make(env_id=roll_env_id(EASY), **{"seed": 11, "max_number": 10})
-    assert isinstance(env, gem.Env) and env.env_id == roll_env_id(EASY)
+    assert isinstance(env, RollEnv) and isinstance(env, gem.Env) and env.env_id == roll_env_id(EASY)
     actions = [f"\\boxed{{{guess}}}" for guess in range(1, 11)]
     history, terminated, _ = play_as_roll(env, 4, actions)
     reference = gem_core.make(EASY, max_number=10)
