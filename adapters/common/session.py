@@ -2,7 +2,10 @@
 
 The library's rollout code owns generation and tokens; a session owns the environment: it makes it
 with the configured wrappers, resets it with the row's seed, steps it with each decoded answer, and
-says when and why the episode stopped. An environment is user code and may fail: a reset that
+says when and why the episode stopped. Observations come as the agent should see them: with the
+board or reminder an environment puts in ``info["suffix"]`` while the episode goes on (see
+:func:`gem_core.wrappers.observation.as_seen`), since the library's conversation holds only what
+the session returns. An environment is user code and may fail: a reset that
 raises is retried with other seeds, and a step that raises ends the episode as truncated (stop
 reason ``env_error``), logged with the environment id, seed and turn. The batch goes on; no
 rollout worker crashes because one environment did.
@@ -18,6 +21,7 @@ from typing import Any
 from gem_adapters.common.options import EpisodeOptions
 from gem_core import Env, make
 from gem_core.components import apply_wrappers
+from gem_core.wrappers.observation import as_seen
 
 logger = logging.getLogger("gem_adapters")
 
@@ -88,8 +92,8 @@ class EnvSession:
         for attempt in range(RESET_ATTEMPTS):
             seed = self.seed if self.seed is None or attempt == 0 else self.seed + attempt * RESEED_STRIDE
             try:
-                observation, _ = await call_env(self.env, "reset", seed)
-                return observation
+                observation, info = await call_env(self.env, "reset", seed)
+                return as_seen(observation, info)
             except Exception as error:  # noqa: BLE001 - environment code may raise anything
                 self.error = f"{type(error).__name__}: {error}"
                 logger.error("Environment %s failed to reset with seed %s (attempt %d of %d): %s",
@@ -117,7 +121,7 @@ class EnvSession:
             self.stop = "terminated" if terminated else "truncated"
         elif self.turns == self.options.max_turns:
             self.stop = "max_turns"
-        return StepOutcome(observation, reward, self.stop, info)
+        return StepOutcome(as_seen(observation, info, done=self.stop is not None), reward, self.stop, info)
 
     @property
     def terminated(self) -> bool:

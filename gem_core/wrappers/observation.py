@@ -119,6 +119,13 @@ def _line(text: str) -> str:
     return text + "\n" if text and not text.endswith("\n") else text
 
 
+def as_seen(observation: str, info: dict[str, Any], *, done: bool = False) -> str:
+    """``observation`` as an agent is shown it, on its own: with the prefix and suffix in ``info``
+    (a game's board and what to do next), the suffix left out once the episode is ``done``. This
+    is the chat message the chat formats make of it."""
+    return _seen(observation, info, done=done)[1]
+
+
 def _seen(observation: str, info: dict[str, Any], *, done: bool = False) -> tuple[str, str, str]:
     """An observation with its info's prefix and suffix (none once the episode is ``done``), as a
     text piece and as message content, and the role of its message."""

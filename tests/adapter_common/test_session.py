@@ -36,10 +36,11 @@ def test_a_session_plays_the_environment_as_gem_core_does():
     actions = [f"\\boxed{{{guess}}}" for guess in range(1, 11)]
     observations, outcomes = play(EnvSession.start(EASY, 7), actions)
     env = gem_core.make(EASY)
-    expected = [env.reset(seed=7)[0]]
+    first, info = env.reset(seed=7)
+    expected = [f"{first}\n{info['suffix']}"]  # the game's reminder, as the agent sees it
     for action, outcome in zip(actions, outcomes):
-        observation, reward, terminated, truncated, _ = env.step(action)
-        expected.append(observation)
+        observation, reward, terminated, truncated, info = env.step(action)
+        expected.append(observation if terminated or truncated else f"{observation}\n{info['suffix']}")
         assert outcome.reward == reward
         if terminated or truncated:
             assert outcome.stop == ("terminated" if terminated else "truncated")
@@ -124,3 +125,10 @@ def test_a_session_plays_episodes_one_after_the_other():
         session.seed = 5
         observation, outcome = asyncio.run(episode(session))
     assert observation == expected and session.turns == 1 and outcome.done
+
+
+def test_a_board_game_shows_its_board_every_turn():
+    session = EnvSession.start("game:Sudoku-v0-easy", 1)
+    observations, outcomes = play(session, ["\\boxed{r1c1 9}"])
+    assert "Here is the grid" in observations[0]
+    assert outcomes[0].done or "Here is the grid" in observations[1]

@@ -18,6 +18,7 @@ from openrlhf.trainer.ray.vllm_engine import _load_agent_executor
 from openrlhf.utils.agent import MultiTurnAgentExecutor
 
 import gem_core
+from gem_core.wrappers.observation import as_seen  # observations as adapters show them
 from gem_adapters.common.options import EpisodeOptions
 from gem_adapters.common.settings import RunSettings
 from gem_adapters.common.turns import turn_end_positions
@@ -48,11 +49,11 @@ def play(executor, engine, tokenizer, label: str, *, max_len: int = MAX_LEN):
 def replay(env_id: str, seed: int, answers: list[str]) -> tuple[list[str], list[float], str]:
     """The same answers played on gem_core directly: observations, rewards, how it stopped."""
     env = gem_core.make(env_id)
-    observations, rewards = [env.reset(seed=seed)[0]], []
+    observations, rewards = [as_seen(*env.reset(seed=seed))], []
     stop = "open"
     for answer in answers:
-        observation, reward, terminated, truncated, _ = env.step(answer)
-        observations.append(observation)
+        observation, reward, terminated, truncated, info = env.step(answer)
+        observations.append(as_seen(observation, info, done=terminated or truncated))
         rewards.append(reward)
         if terminated or truncated:
             stop = "terminated" if terminated else "truncated"

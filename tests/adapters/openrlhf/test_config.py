@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 import gem_core
+from gem_core.wrappers.observation import as_seen  # observations as adapters show them
 from gem_adapters.openrlhf import ESTIMATOR_VARIABLE, hook, train
 from gem_adapters.openrlhf.estimators import uninstall
 from gem_adapters.openrlhf.labels import decode_label
@@ -61,7 +62,7 @@ def test_writes_datasets_and_the_agent_file(cli_run):
     assert [label["env_id"] for label in labels[:4]] == [EASY, HARD, EASY, HARD]
     assert [label["seed"] for label in labels] == list(range(100, 114))  # validation seeds follow
     for row, label in zip(train_rows[:2], labels):
-        assert row["prompt"] == gem_core.make(label["env_id"]).reset(seed=label["seed"])[0]
+        assert row["prompt"] == as_seen(*gem_core.make(label["env_id"]).reset(seed=label["seed"]))
     assert "OPTIONS = {'wrappers': [], 'max_turns': 6, 'max_tokens_per_turn': None}" in (
         out / "gem_agent.py").read_text()
 

@@ -15,6 +15,7 @@ import sys
 import pytest
 
 import gem_core
+from gem_core.wrappers.observation import as_seen  # observations as adapters show them
 from gem_adapters.roll import PREFIX
 from gem_adapters.roll.bridge import RollEnv, register_envs, roll_env_id
 from gem_core import GemError
@@ -68,11 +69,11 @@ def test_roll_plays_an_episode_exactly_as_gem_core_does(gem):
     actions = [f"\\boxed{{{guess}}}" for guess in range(1, 11)]
     history, terminated, _ = play_as_roll(env, 4, actions)
     reference = gem_core.make(EASY, max_number=10)
-    expected = [reference.reset(seed=4)[0]]
+    expected = [as_seen(*reference.reset(seed=4))]
     rewards = []
     for action in actions[:len(history) - 1]:
-        observation, reward, *_ = reference.step(action)
-        expected.append(observation)
+        observation, reward, terminated, truncated, info = reference.step(action)
+        expected.append(as_seen(observation, info, done=terminated or truncated))
         rewards.append(reward)
     assert [record["observation"] for record in history] == expected
     assert [record["reward"] for record in history[:-1]] == rewards

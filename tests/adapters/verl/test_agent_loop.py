@@ -12,6 +12,7 @@ import pytest
 import torch
 
 import gem_core
+from gem_core.wrappers.observation import as_seen  # observations as adapters show them
 from gem_core import Env, GemError
 from tests.adapters.verl.conftest import ScriptedServer, compose_config, make_agent_loop
 
@@ -55,12 +56,12 @@ def binary_search(prompt: str) -> str:
 def replay(env_id: str, seed: int, actions: list[str]) -> tuple[list[str], list[float]]:
     """Observations after each action and the rewards, from a fresh environment."""
     env = gem_core.make(env_id)
-    observations = [env.reset(seed=seed)[0]]
+    observations = [as_seen(*env.reset(seed=seed))]
     rewards = []
     for action in actions:
-        observation, reward, terminated, truncated, _ = env.step(action)
+        observation, reward, terminated, truncated, info = env.step(action)
         rewards.append(reward)
-        observations.append(observation)
+        observations.append(as_seen(observation, info, done=terminated or truncated))
         if terminated or truncated:
             break
     return observations, rewards

@@ -11,6 +11,7 @@ import sys
 import pytest
 
 import gem_core
+from gem_core.wrappers.observation import as_seen  # observations as adapters show them
 from tests.adapters.verl.conftest import compose_config
 
 EASY, HARD = "game:GuessTheNumber-v0-easy", "game:GuessTheNumber-v0-hard"
@@ -49,7 +50,7 @@ def test_writes_config_and_datasets(cli_run):
     assert [r["extra_info"]["index"] for r in val] == [0, 1, 2, 3]
     for r in train[:2] + val[:2]:
         env = gem_core.make(r["extra_info"]["env_id"])
-        first, _ = env.reset(seed=r["extra_info"]["seed"])
+        first = as_seen(*env.reset(seed=r["extra_info"]["seed"]))
         assert r["prompt"] == [{"role": "user", "content": first}]
         assert r["agent_name"] == "gem" and r["data_source"] == r["extra_info"]["env_id"]
 
