@@ -6,6 +6,7 @@
 * :mod:`~gem_adapters.common.cli`: the shared command-line options and what a config command prints.
 * :mod:`~gem_adapters.common.launch`: launch commands as one shell line.
 * :mod:`~gem_adapters.common.session`: one GEM episode driven by text, for libraries that generate.
+* :mod:`~gem_adapters.common.chat`: the text between turns, from a tokenizer's chat template.
 * :mod:`~gem_adapters.common.turns`: where turns and their rewards sit in a token row.
 * :mod:`~gem_adapters.common.estimators`: GEM's estimators on token rows, named as libraries see them.
 

@@ -34,6 +34,7 @@ from typing import Any
 import torch
 from openrlhf.utils.agent import AgentInstanceBase, MultiTurnAgentExecutor
 
+from gem_adapters.common.chat import ChatFormat
 from gem_adapters.common.options import EpisodeOptions
 from gem_adapters.common.session import STOP_REASONS as SESSION_STOP_REASONS
 from gem_adapters.common.session import EnvSession
@@ -43,42 +44,6 @@ from gem_core.errors import GemError
 #: Why an episode stopped, kept in the label's ``stop``: EnvSession's reasons, or OpenRLHF's
 #: ``--data.max_len`` running out.
 STOP_REASONS = (*SESSION_STOP_REASONS, "max_length")
-
-
-class ChatFormat:
-    """The text around turns, from the tokenizer's chat template: the first prompt, and what
-    follows a model answer before the next one (the end of the answer's turn, the observation as
-    a user message, the generation prompt).
-
-    The latter is read off a probe conversation rendered with the template: whatever follows a
-    probe answer once a user message is added. Templates that rewrite earlier turns when one is
-    added (such as Qwen3's, which drops past reasoning) change only what precedes the answer.
-    """
-
-    PROBE_USER, PROBE_ANSWER = "Hello.", "GEM-ANSWER-PROBE"
-
-    def __init__(self, tokenizer: Any):
-        self.tokenizer = tokenizer
-        if not getattr(tokenizer, "chat_template", None):
-            raise GemError("The GEM agent formats turns with the tokenizer's chat template, but this "
-                           "tokenizer has none; train a chat (instruct) model.")
-
-    def render(self, messages: list[dict[str, str]], *, generation_prompt: bool = False) -> str:
-        return self.tokenizer.apply_chat_template(messages, tokenize=False,
-                                                  add_generation_prompt=generation_prompt)
-
-    def first(self, observation: str) -> str:
-        return self.render([{"role": "user", "content": observation}], generation_prompt=True)
-
-    def after_answer(self, answer_ids: list[int], observation: str) -> str:
-        probe = self.render([{"role": "user", "content": self.PROBE_USER},
-                             {"role": "assistant", "content": self.PROBE_ANSWER},
-                             {"role": "user", "content": observation}], generation_prompt=True)
-        after = probe[probe.rindex(self.PROBE_ANSWER) + len(self.PROBE_ANSWER):]
-        # The answer may already hold the start of that text (its end-of-turn token).
-        answer = self.tokenizer.decode(answer_ids, skip_special_tokens=False)
-        written = next(k for k in range(min(len(after), len(answer)), -1, -1) if answer.endswith(after[:k]))
-        return after[written:]
 
 
 class TurnLimitedEngine:

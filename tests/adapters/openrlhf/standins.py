@@ -1,52 +1,18 @@
-"""Import stand-ins for the GPU-only modules OpenRLHF imports at module level but the tested paths
-never call: ``flash_attn`` (imported by ``openrlhf.models.ring_attn_utils``, which the experience
-maker imports; used only with packed samples on GPU) and ``vllm`` (imported by OpenRLHF's vLLM
-engine module, whose ``_load_agent_executor`` the tests use, and by its samples generator; model
-generation is the scripted engine's job here). Each stand-in has a real ``__spec__``
-(transformers looks flash_attn up with ``importlib.util.find_spec``) and any name taken from it is
-a function that raises, so a tested path that did call one would fail loudly.
-
-A real module of the same name, if installed, is left in place.
-"""
+"""Import stand-ins (see :mod:`tests.adapters.standins`) for the GPU-only modules OpenRLHF imports
+at module level but the tested paths never call: ``flash_attn`` (imported by
+``openrlhf.models.ring_attn_utils``, which the experience maker imports; used only with packed
+samples on GPU) and ``vllm`` (imported by OpenRLHF's vLLM engine module, whose
+``_load_agent_executor`` the tests use, and by its samples generator; model generation is the
+scripted engine's job here)."""
 
 from __future__ import annotations
 
-import importlib.machinery
-import importlib.util
-import sys
-import types
+from tests.adapters import standins
 
 MODULES = ("flash_attn", "flash_attn.bert_padding", "flash_attn.utils", "flash_attn.utils.distributed",
            "vllm", "vllm.inputs", "vllm.utils")
 
 
-class StandIn(types.ModuleType):
-    def __getattr__(self, name: str):
-        if name.startswith("__"):
-            raise AttributeError(name)
-
-        def unavailable(*args, **kwargs):
-            raise RuntimeError(f"{self.__name__}.{name} is an import stand-in: the tested path must not call it")
-
-        unavailable.__name__ = name
-        return unavailable
-
-
 def install() -> list[str]:
     """Put the stand-ins into ``sys.modules``; returns the names stood in for."""
-    installed = []
-    for name in MODULES:
-        top = name.split(".")[0]
-        if top not in sys.modules and importlib.util.find_spec(top) is not None:
-            continue  # the real package is installed
-        if name in sys.modules:
-            continue
-        module = StandIn(name)
-        module.__spec__ = importlib.machinery.ModuleSpec(name, loader=None, is_package=True)
-        module.__path__ = []
-        sys.modules[name] = module
-        parent, _, child = name.rpartition(".")
-        if parent:
-            setattr(sys.modules[parent], child, module)
-        installed.append(name)
-    return installed
+    return standins.install(MODULES)
