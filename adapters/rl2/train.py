@@ -1,0 +1,85 @@
+"""``torchrun ... -m gem_adapters.rl2.train <RL2 Hydra overrides> gem.estimator=rebn``: RL2's own
+PPO trainer with a GEM advantage estimator.
+
+The overrides are RL2's (``RL2/trainer/config/ppo.yaml``) plus one: ``gem.estimator=NAME`` picks
+the GEM estimator (``rebn``, ``grpo``, ...; ``gem plugins`` lists them), with ``adv.gamma`` as the
+discount between turns. This entry point takes that override out, gives RL2
+``adv.estimator=reinforce`` (a native choice that needs no critic and that the GEM estimator
+replaces), rebinds ``compute_advantages`` in ``RL2.trainer.ppo`` to the GEM estimator
+(:mod:`gem_adapters.rl2.advantages`), and runs that module's Hydra ``main`` unchanged. torchrun
+starts this module in every process, so every process that could compute advantages has it (RL2
+computes them on rank 0). Without ``gem.estimator`` it runs RL2 as it is.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+
+from gem_core.errors import GemError
+
+GEM_KEY = "gem.estimator"
+NATIVE_STAND_IN = "reinforce"
+#: RL2 overrides that cannot go with a GEM estimator, and why.
+CONFLICTS = {
+    "adv.estimator": f"{GEM_KEY} picks the estimator; drop adv.estimator",
+}
+
+
+def override_key(override: str) -> str:
+    """The config key of a Hydra override (``+a.b=1`` -> ``a.b``; ``~a.b`` -> ``a.b``)."""
+    return override.partition("=")[0].lstrip("+~")
+
+
+def split_overrides(argv: Sequence[str]) -> tuple[str | None, list[str]]:
+    """``(GEM estimator or None, RL2's overrides)``; raises a GemError for other ``gem.`` keys."""
+    estimator, rest = None, []
+    for arg in argv:
+        key = override_key(arg)
+        if key == GEM_KEY:
+            value = arg.partition("=")[2].strip()
+            if not value:
+                raise GemError(f"{GEM_KEY} needs a value: the GEM estimator's name (e.g. {GEM_KEY}=rebn).")
+            estimator = value
+        elif key.startswith("gem.") or key == "gem":
+            raise GemError(f"Unknown override {arg!r}: the only GEM key is {GEM_KEY}=NAME; "
+                           "the other overrides are RL2's.")
+        else:
+            rest.append(arg)
+    return estimator, rest
+
+
+def rl2_overrides(argv: Sequence[str]) -> tuple[str | None, list[str]]:
+    """The checked GEM estimator (its GEM name) and the overrides RL2's Hydra main gets."""
+    from gem_adapters.common.estimators import gem_estimator
+
+    estimator, rest = split_overrides(argv)
+    if estimator is None:
+        return None, rest
+    name = gem_estimator(estimator)  # an unknown name raises, naming the closest ones
+    for arg in rest:
+        if override_key(arg) in CONFLICTS:
+            raise GemError(f"{arg} cannot go with {GEM_KEY}: {CONFLICTS[override_key(arg)]}.")
+    return name, [*rest, f"adv.estimator={NATIVE_STAND_IN}"]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        estimator, overrides = rl2_overrides(argv)
+    except GemError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    import RL2.trainer.ppo as trainer
+
+    if estimator is not None:
+        from gem_adapters.rl2.advantages import install
+
+        install(estimator, trainer)
+    sys.argv = [trainer.__file__, *overrides]
+    trainer.main()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
