@@ -4,8 +4,8 @@ RL2's trainer (``RL2.trainer.ppo``) imports ``compute_advantages(config, tensor_
 step)`` by name and calls it on rank 0 with the whole rollout batch: one row per sequence of
 ``tensor_dict`` (packed by RL2's ``pack_tensor_dicts``), and ``cu_seqs`` marking which rows belong
 to one trajectory (an episode whose ``next_state`` did not extend its text starts a new row). RL2's
-own estimators sum each trajectory's rewards into one number. :func:`install` rebinds the name to
-:func:`gem_compute_advantages`, which keeps the turns:
+own estimators sum each trajectory's rewards into one number. :func:`install` rebinds the name (where it is
+defined, and in the trainer module) to :func:`gem_compute_advantages`, which keeps the turns:
 
 * a turn is a run of action tokens (``action_mask``); its reward is the sum of ``rewards`` over its
   tokens, which is the environment's reward on its last token (less RL2's KL penalty, with
@@ -18,13 +18,14 @@ own estimators sum each trajectory's rewards into one number. :func:`install` re
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import torch
 
 from gem_adapters.common.estimators import gem_estimator, token_estimate
+from gem_adapters.rl2 import TRAINER_MODULE
 
-TRAINER = "RL2.trainer.ppo"
 
 
 @torch.no_grad()
@@ -62,34 +63,35 @@ def gem_compute_advantages(estimator: str) -> Any:
     return compute_advantages
 
 
-def install(estimator: str, module: Any = None) -> str:
-    """Make RL2's trainer compute advantages with GEM's ``estimator`` (a GEM name, or
-    ``gem_<name>``); returns the GEM name. Raises for an unknown name, naming the closest ones."""
+def install(estimator: str) -> str:
+    """Make RL2 compute advantages with GEM's ``estimator`` (a GEM name, or ``gem_<name>``): in
+    ``RL2.utils.algorithms``, where ``RL2.trainer.ppo`` imports ``compute_advantages`` from when it
+    runs, and in ``RL2.trainer.ppo`` itself if it is imported already. Returns the GEM name; raises
+    for an unknown name, naming the closest ones."""
     name = gem_estimator(estimator)
-    module = trainer_module(module)
-    original = getattr(module, "_gem_native_compute_advantages", module.compute_advantages)
-    module._gem_native_compute_advantages = original
-    module.compute_advantages = gem_compute_advantages(name)
+    replacement = gem_compute_advantages(name)
+    for module in rl2_modules():
+        original = getattr(module, "_gem_native_compute_advantages", module.compute_advantages)
+        module._gem_native_compute_advantages = original
+        module.compute_advantages = replacement
     return name
 
 
-def installed(module: Any = None) -> str | None:
-    """The GEM estimator RL2's trainer uses, or None for RL2's own."""
-    return getattr(trainer_module(module).compute_advantages, "gem_estimator", None)
+def installed() -> str | None:
+    """The GEM estimator RL2 uses, or None for RL2's own."""
+    return getattr(rl2_modules()[0].compute_advantages, "gem_estimator", None)
 
 
-def uninstall(module: Any = None) -> None:
-    """Give RL2's trainer its own ``compute_advantages`` back."""
-    module = trainer_module(module)
-    if hasattr(module, "_gem_native_compute_advantages"):
-        module.compute_advantages = module._gem_native_compute_advantages
-        del module._gem_native_compute_advantages
+def uninstall() -> None:
+    """Give RL2 its own ``compute_advantages`` back."""
+    for module in rl2_modules():
+        if hasattr(module, "_gem_native_compute_advantages"):
+            module.compute_advantages = module._gem_native_compute_advantages
+            del module._gem_native_compute_advantages
 
 
-def trainer_module(module: Any = None) -> Any:
-    """``RL2.trainer.ppo`` (``module`` when given)."""
-    if module is None:
-        import importlib
+def rl2_modules() -> list[Any]:
+    """RL2's module that defines ``compute_advantages``, and the trainer module if imported."""
+    import RL2.utils.algorithms
 
-        module = importlib.import_module(TRAINER)
-    return module
+    return [RL2.utils.algorithms, *([sys.modules[TRAINER_MODULE]] if TRAINER_MODULE in sys.modules else [])]

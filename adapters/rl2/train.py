@@ -5,17 +5,21 @@ The overrides are RL2's (``RL2/trainer/config/ppo.yaml``) plus one: ``gem.estima
 the GEM estimator (``rebn``, ``grpo``, ...; ``gem plugins`` lists them), with ``adv.gamma`` as the
 discount between turns. This entry point takes that override out, gives RL2
 ``adv.estimator=reinforce`` (a native choice that needs no critic and that the GEM estimator
-replaces), rebinds ``compute_advantages`` in ``RL2.trainer.ppo`` to the GEM estimator
-(:mod:`gem_adapters.rl2.advantages`), and runs that module's Hydra ``main`` unchanged. torchrun
-starts this module in every process, so every process that could compute advantages has it (RL2
-computes them on rank 0). Without ``gem.estimator`` it runs RL2 as it is.
+replaces), rebinds ``compute_advantages`` in ``RL2.utils.algorithms`` to the GEM estimator
+(:mod:`gem_adapters.rl2.advantages`), and runs ``RL2.trainer.ppo`` unchanged, as ``__main__`` (as
+``torchrun -m RL2.trainer.ppo`` would; its Hydra config is found next to it), which imports the
+GEM estimator by that name. torchrun starts this module in every process, so every process that
+could compute advantages has it (RL2 computes them on rank 0). Without ``gem.estimator`` it runs
+RL2 as it is.
 """
 
 from __future__ import annotations
 
+import runpy
 import sys
 from collections.abc import Sequence
 
+from gem_adapters.rl2 import TRAINER_MODULE
 from gem_core.errors import GemError
 
 GEM_KEY = "gem.estimator"
@@ -70,14 +74,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except GemError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    import RL2.trainer.ppo as trainer
-
     if estimator is not None:
         from gem_adapters.rl2.advantages import install
 
-        install(estimator, trainer)
-    sys.argv = [trainer.__file__, *overrides]
-    trainer.main()
+        install(estimator)
+    sys.argv = [TRAINER_MODULE, *overrides]
+    runpy.run_module(TRAINER_MODULE, run_name="__main__", alter_sys=True)
     return 0
 
 

@@ -1,0 +1,123 @@
+"""GEM's estimators in place of RL2's ``compute_advantages``, on the shared conformance batch.
+
+Each episode becomes RL2's state dict as its rollout builds it (prompt tokens, then per turn the
+model's tokens with the turn's reward on the last and the environment's tokens), goes through
+RL2's real ``state_dict_to_tensor_dict`` and ``pack_tensor_dicts``, and the trainer module's
+``compute_advantages`` (GEM's, once installed) runs in a one-process gloo group with wandb
+disabled. Stood in for, at import only: sglang, sglang_router, flash_attn, ring_flash_attn."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from omegaconf import OmegaConf
+
+from gem_adapters.common.estimators import estimator_names
+from gem_adapters.rl2.advantages import install, installed, uninstall
+from tests.adapters import conformance as batch
+
+PROMPT = 3  # prompt tokens before the first turn
+
+
+def state_dict(episode, layout, *, token=7):
+    """RL2's state dict for one episode, as ``Rollout.rollout`` fills it."""
+    states = [token] * PROMPT
+    actions, mask, rewards = [0] * PROMPT, [0] * PROMPT, [0.0] * PROMPT
+    for reward, (model_tokens, env_tokens) in zip(episode, layout):
+        states += [token] * model_tokens
+        actions += [token] * model_tokens
+        mask += [1] * model_tokens
+        rewards += [0.0] * (model_tokens - 1) + [reward]
+        states += [token] * env_tokens
+        actions += [0] * env_tokens
+        mask += [0] * env_tokens
+        rewards += [0.0] * env_tokens
+    return {"states": states, "actions": actions, "action_mask": mask, "logps": [0.0] * len(states),
+            "rewards": rewards}
+
+
+def packed(episodes, layout, *, split_first=False):
+    """RL2's packed tensor dict and cu_seqs; with ``split_first`` the first episode is two sequences
+    (its second turn in a new one, as when ``next_state`` does not extend the text)."""
+    from RL2.datasets import pack_tensor_dicts, state_dict_to_tensor_dict
+
+    tensor_dicts, lengths = [], []
+    for index, (episode, turns) in enumerate(zip(episodes, layout)):
+        if split_first and index == 0:
+            parts = [state_dict(episode[:1], turns[:1]), state_dict(episode[1:], turns[1:])]
+        else:
+            parts = [state_dict(episode, turns)]
+        tensor_dicts += [state_dict_to_tensor_dict(part) for part in parts]
+        lengths.append(len(parts))
+    cu_seqs = torch.cumsum(torch.tensor([0, *lengths]), dim=0)
+    return pack_tensor_dicts(tensor_dicts), cu_seqs
+
+
+def adv_config(responses_per_prompt=1, *, global_norm=False):
+    """RL2's ``adv`` section."""
+    return OmegaConf.create({"estimator": "reinforce", "gamma": batch.GAMMA, "lamda": 1.0,
+                             "responses_per_prompt": responses_per_prompt, "global_norm": global_norm,
+                             "norm_var": False})
+
+
+@pytest.fixture
+def trainer(gloo):
+    import RL2.trainer.ppo as trainer
+
+    yield trainer
+    uninstall()
+
+
+def test_rebn_in_place_of_compute_advantages_matches_gem_core_per_token(trainer):
+    native = trainer.compute_advantages
+    assert install("rebn") == "rebn" and installed() == "rebn"
+    tensor_dict, cu_seqs = packed(batch.EPISODES, batch.LAYOUT)
+    trainer.compute_advantages(adv_config(), tensor_dict, cu_seqs, 1)
+    # the tensor dict is shifted by one token (RL2 predicts token t+1 at t)
+    batch.assert_per_token(tensor_dict["advantages"][:, PROMPT - 1:], batch.REBN)
+    import RL2.utils.algorithms
+
+    assert RL2.utils.algorithms.compute_advantages is trainer.compute_advantages  # where RL2 imports it from
+    uninstall()
+    assert trainer.compute_advantages is native and installed() is None
+
+
+def test_rl2s_own_estimator_sums_the_turns_into_one_advantage(trainer):
+    """What GEM's estimator replaces: RL2's reinforce gives every token of an episode one value."""
+    tensor_dict, cu_seqs = packed(batch.EPISODES, batch.LAYOUT)
+    trainer.compute_advantages(adv_config(global_norm=True), tensor_dict, cu_seqs, 1)
+    first = tensor_dict["advantages"][0][tensor_dict["action_mask"][0].bool()]
+    assert torch.unique(first).numel() == 1
+
+
+def test_an_episode_split_over_two_sequences_keeps_its_turns(trainer):
+    install("rebn")
+    tensor_dict, cu_seqs = packed(batch.EPISODES, batch.LAYOUT, split_first=True)
+    assert cu_seqs.tolist() == [0, 2, 3, 4]
+    trainer.compute_advantages(adv_config(), tensor_dict, cu_seqs, 1)
+    advantages, mask = tensor_dict["advantages"], tensor_dict["action_mask"].bool()
+    assert advantages[0][mask[0]].tolist() == pytest.approx([batch.REBN[0][0]] * 3, abs=batch.TOLERANCE)
+    assert advantages[1][mask[1]].tolist() == pytest.approx([batch.REBN[0][1]] * 2, abs=batch.TOLERANCE)
+    batch.assert_per_token(advantages[2:, PROMPT - 1:], batch.REBN[1:], batch.LAYOUT[1:])
+
+
+def test_grpo_groups_the_responses_of_one_prompt(trainer):
+    install("gem_grpo")
+    tensor_dict, cu_seqs = packed(batch.GROUPED, batch.LAYOUT[:2])
+    trainer.compute_advantages(adv_config(responses_per_prompt=2), tensor_dict, cu_seqs, 1)
+    batch.assert_per_token(tensor_dict["advantages"][:, PROMPT - 1:], batch.GRPO, batch.LAYOUT[:2])
+
+
+def test_every_gem_estimator_is_available_by_name(trainer):
+    tensor_dict, cu_seqs = packed(batch.GROUPED, batch.LAYOUT[:2])
+    for name, gem_name in estimator_names().items():
+        assert install(name) == gem_name
+        trainer.compute_advantages(adv_config(responses_per_prompt=2), tensor_dict, cu_seqs, 1)
+        assert torch.isfinite(tensor_dict["advantages"]).all(), name
+
+
+def test_an_unknown_estimator_names_the_closest_ones(trainer):
+    from gem_core import GemError
+
+    with pytest.raises(GemError, match="rebn"):
+        install("rebnn")
