@@ -40,7 +40,7 @@ def config(**options: object) -> None:
     report_run(
         [("train", written.splits.train, f"{settings.train_size} rows"),
          ("val", written.splits.val, f"{settings.val_size} rows"),
-         ("agent", written.agent, "pass as --train.agent_func_path")],
+         ("agent", written.file, "pass as --train.agent_func_path")],
         written.command,
         notes=[f"longest first observation: {written.splits.longest_prompt} characters "
                f"(prompt budget: {settings.prompt_length} tokens)"],

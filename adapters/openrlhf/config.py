@@ -8,15 +8,14 @@ and resets the row's environment itself, and the prompt is there for OpenRLHF's 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gem_adapters.common.dataset import WrittenSplits, write_splits
-from gem_adapters.common.launch import command_line, python_command
+from gem_adapters.common import written
+from gem_adapters.common.launch import python_command
 from gem_adapters.common.settings import RunSettings
+from gem_adapters.common.written import WrittenRun, check_episodes_per_gpu
 from gem_adapters.openrlhf.labels import encode_label
-from gem_core.errors import GemError
 
 AGENT_FILE = "gem_agent.py"
 TRAIN_MODULE = "gem_adapters.openrlhf.train"
@@ -44,23 +43,10 @@ AgentExecutor = agent_executor(OPTIONS)
 '''
 
 
-@dataclass(frozen=True)
-class WrittenRun:
-    splits: WrittenSplits  # the datasets
-    agent: Path
-    argv: tuple[str, ...]  # the launch command
-
-    @property
-    def command(self) -> str:
-        return command_line(self.argv)
-
-
 def check(settings: RunSettings) -> None:
     """Raise a :class:`GemError` for settings OpenRLHF would reject or GEM cannot serve."""
     settings.check()
-    if settings.batch_size * settings.rollouts_per_start < settings.total_gpus:
-        raise GemError("batch size x rollouts per start must be at least the number of GPUs "
-                       f"({settings.total_gpus}), as OpenRLHF requires.")
+    check_episodes_per_gpu(settings, "OpenRLHF")
 
 
 def write_run(settings: RunSettings, *, progress: Any = None) -> WrittenRun:
@@ -69,12 +55,9 @@ def write_run(settings: RunSettings, *, progress: Any = None) -> WrittenRun:
     ``progress``, when given, is called with the number of rows written so far.
     """
     check(settings)
-    out = settings.out_dir.expanduser().resolve()
-    out.mkdir(parents=True, exist_ok=True)
-    splits = write_splits(settings, out, dataset_row, progress=progress)
-    agent = out / AGENT_FILE
-    agent.write_text(agent_file_text(settings), encoding="utf-8")
-    return WrittenRun(splits, agent, tuple(launch_argv(settings, splits.train, splits.val, agent)))
+    return written.write_run(settings, row=dataset_row, file_name=AGENT_FILE, file_text=agent_file_text(settings),
+                             launch_argv=lambda train, val, agent: launch_argv(settings, train, val, agent),
+                             progress=progress)
 
 
 def dataset_row(env_id: str, seed: int, index: int, split: str, observation: str) -> dict[str, Any]:

@@ -43,7 +43,7 @@ def config(**options: object) -> None:
     report_run(
         [("train", written.splits.train, f"{settings.train_size} rows"),
          ("val", written.splits.val, f"{settings.val_size} rows"),
-         ("env file", written.env_file, "pass as rollout.env_path")],
+         ("env file", written.file, "pass as rollout.env_path")],
         written.command,
         notes=notes,
     )

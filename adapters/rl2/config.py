@@ -10,14 +10,12 @@ observation through the model's chat template.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gem_adapters.common.dataset import WrittenSplits, write_splits
-from gem_adapters.common.launch import command_line
+from gem_adapters.common import written
 from gem_adapters.common.settings import RunSettings
-from gem_core.errors import GemError
+from gem_adapters.common.written import WrittenRun, check_episodes_per_gpu
 
 ENV_FILE = "gem_env.py"
 TRAIN_MODULE = "gem_adapters.rl2.train"
@@ -50,23 +48,10 @@ reset, step = _environment.reset, _environment.step
 '''
 
 
-@dataclass(frozen=True)
-class WrittenRun:
-    splits: WrittenSplits  # the datasets
-    env_file: Path
-    argv: tuple[str, ...]  # the launch command
-
-    @property
-    def command(self) -> str:
-        return command_line(self.argv)
-
-
 def check(settings: RunSettings) -> None:
     """Raise a :class:`GemError` for settings RL2 would reject or GEM cannot serve."""
     settings.check()
-    if settings.batch_size * settings.rollouts_per_start < settings.total_gpus:
-        raise GemError("batch size x rollouts per start must be at least the number of GPUs "
-                       f"({settings.total_gpus}), so that every RL2 process gets data.")
+    check_episodes_per_gpu(settings, "RL2")
 
 
 def write_run(settings: RunSettings, *, progress: Any = None) -> WrittenRun:
@@ -75,12 +60,9 @@ def write_run(settings: RunSettings, *, progress: Any = None) -> WrittenRun:
     ``progress``, when given, is called with the number of rows written so far.
     """
     check(settings)
-    out = settings.out_dir.expanduser().resolve()
-    out.mkdir(parents=True, exist_ok=True)
-    splits = write_splits(settings, out, dataset_row, progress=progress)
-    env_file = out / ENV_FILE
-    env_file.write_text(env_file_text(settings), encoding="utf-8")
-    return WrittenRun(splits, env_file, tuple(launch_argv(settings, splits.train, splits.val, env_file)))
+    return written.write_run(settings, row=dataset_row, file_name=ENV_FILE, file_text=env_file_text(settings),
+                             launch_argv=lambda train, val, env_file: launch_argv(settings, train, val, env_file),
+                             progress=progress)
 
 
 def dataset_row(env_id: str, seed: int, index: int, split: str, observation: str) -> dict[str, Any]:

@@ -24,8 +24,9 @@ from gem_adapters.common.settings import RunSettings
 from gem_adapters.common.turns import turn_end_positions
 from gem_adapters.openrlhf.config import agent_file_text
 from gem_adapters.openrlhf.labels import decode_label, encode_label
-from gem_core import Env, GemError
+from gem_core import GemError
 from tests.adapters.openrlhf.conftest import Guesser, SamplingParams
+from tests.adapters.scripted import failing_env  # noqa: F401 - a fixture
 
 EASY = "game:GuessTheNumber-v0-easy"
 MAX_LEN = 2048
@@ -123,26 +124,6 @@ def test_the_episode_budget_of_openrlhf_ends_the_episode(tmp_path, engine_for, s
     played = decode_label(experience.labels[0])
     assert played["stop"] == "max_length" and len(played["turn_rewards"]) >= 1
     assert experience.sequences.shape[1] <= 200
-
-
-class FailsOnSecondStep(Env):
-    def reset(self, seed=None, **options):
-        super().reset(seed)
-        self.turn = 0
-        return "Say anything.", {}
-
-    def step(self, action):
-        self.turn += 1
-        if self.turn == 2:
-            raise RuntimeError("disk on fire")
-        return "Again.", 0.25, False, False, {}
-
-
-@pytest.fixture
-def failing_env():
-    gem_core.register("test:FailsOnSecondStep-v0", FailsOnSecondStep)
-    yield "test:FailsOnSecondStep-v0"
-    gem_core.registry.deregister("test:FailsOnSecondStep-v0")
 
 
 def test_an_env_that_raises_mid_episode_ends_truncated_and_the_batch_goes_on(tmp_path, engine_for, smollm2_tokenizer,

@@ -21,6 +21,7 @@ import pytest
 pytest.importorskip("RL2", reason="the RL2 adapter tests run in the rl2 test environment: bash scripts/test.sh")
 
 from tests.adapters import standins  # noqa: E402
+from tests.adapters.scripted import Guesser  # noqa: E402
 from tests.wrappers.conftest import smollm2_tokenizer, smollm2_tokenizer_dir  # noqa: E402,F401
 
 #: What RL2.trainer.ppo imports without calling on the tested paths: the sglang server, router
@@ -52,25 +53,6 @@ def gloo():
             dist.init_process_group("gloo", init_method=f"file://{folder}/rendezvous", rank=0, world_size=1)
     yield dist
     dist.destroy_process_group()
-
-
-@dataclass
-class Guesser:
-    """Plays Guess The Number by bisection, reading 'higher'/'lower' from the last observation."""
-
-    low: int = 1
-    high: int = 10
-    last: int | None = None
-
-    def __call__(self, prompt: str) -> str:
-        tail = prompt.rsplit("<|im_start|>user", 1)[-1].lower()
-        if self.last is not None:
-            if "higher" in tail:
-                self.low = self.last + 1
-            elif "lower" in tail:
-                self.high = self.last - 1
-        self.last = (self.low + self.high) // 2
-        return f"I guess \\boxed{{{self.last}}}."
 
 
 @dataclass

@@ -14,7 +14,6 @@ import sys
 import gem_core
 import pytest
 import torch
-from gem_core import Env
 from gem_core.errors import GemError
 from gem_core.wrappers.observation import as_seen
 from omegaconf import OmegaConf
@@ -24,6 +23,7 @@ from gem_adapters.common.turns import turn_end_positions
 from gem_adapters.rl2.advantages import gem_advantages
 from gem_adapters.rl2.config import env_file_text, write_run
 from tests.adapters.rl2.conftest import EASY, ScriptedModel
+from tests.adapters.scripted import failing_env  # noqa: F401 - a fixture
 
 
 @pytest.fixture
@@ -79,7 +79,7 @@ def test_rl2_rollout_plays_gem_episodes_with_each_turns_reward_on_its_last_actio
     data = rows(written)
     assert all("prompt" not in row and row["extra_info"]["env_id"] == EASY for row in data)
     model = ScriptedModel(smollm2_tokenizer)
-    tensor_dict, cu_seqs = rl2_rollout(written.env_file, model)(data, True, 1)
+    tensor_dict, cu_seqs = rl2_rollout(written.file, model)(data, True, 1)
 
     assert cu_seqs.tolist() == [0, 1, 2, 3, 4]  # every episode stays one sequence
     for row, extra in enumerate(data):
@@ -129,37 +129,17 @@ def test_wrappers_apply_and_max_turns_ends_the_episode(tmp_path, rl2_rollout, sm
         return lambda prompt: next(script)
 
     model = ScriptedModel(smollm2_tokenizer, answer_for=answer_for)
-    tensor_dict, cu_seqs = rl2_rollout(written.env_file, model, max_turns=10)(rows(written)[:1], True, 1)
+    tensor_dict, cu_seqs = rl2_rollout(written.file, model, max_turns=10)(rows(written)[:1], True, 1)
     assert len(turn_end_positions(tensor_dict["action_mask"][0])) == 2  # GEM's max_turns, not RL2's 10
     second = smollm2_tokenizer.decode(model.calls[1]["states"])
     assert "42" in second.rsplit("<|im_start|>user", 1)[-1]  # the tool wrapper ran the code
-
-
-class FailsOnSecondStep(Env):
-    def reset(self, seed=None, **options):
-        super().reset(seed)
-        self.turn = 0
-        return "Say anything.", {}
-
-    def step(self, action):
-        self.turn += 1
-        if self.turn == 2:
-            raise RuntimeError("disk on fire")
-        return "Again.", 0.25, False, False, {}
-
-
-@pytest.fixture
-def failing_env():
-    gem_core.register("test:FailsOnSecondStep-v0", FailsOnSecondStep)
-    yield "test:FailsOnSecondStep-v0"
-    gem_core.registry.deregister("test:FailsOnSecondStep-v0")
 
 
 def test_an_env_that_raises_mid_episode_ends_truncated_and_the_batch_goes_on(tmp_path, rl2_rollout, smollm2_tokenizer,
                                                                              smollm2_tokenizer_dir, failing_env, caplog):
     written = write_run(settings(tmp_path, smollm2_tokenizer_dir))
     data = [{"extra_info": {"env_id": failing_env, "seed": 0}}, rows(written)[0]]
-    tensor_dict, cu_seqs = rl2_rollout(written.env_file, ScriptedModel(smollm2_tokenizer))(data, True, 1)
+    tensor_dict, cu_seqs = rl2_rollout(written.file, ScriptedModel(smollm2_tokenizer))(data, True, 1)
     failed = tensor_dict["rewards"][0][turn_end_positions(tensor_dict["action_mask"][0])]
     assert failed.tolist() == [0.25, 0.0]  # ended at the failing step, reward 0
     fine = tensor_dict["rewards"][1][turn_end_positions(tensor_dict["action_mask"][1])]
@@ -171,7 +151,7 @@ def test_bad_rows_and_ids_are_refused_with_the_fix(tmp_path, rl2_rollout, smollm
     import asyncio
 
     written = write_run(settings(tmp_path, smollm2_tokenizer_dir))
-    env = rl2_rollout(written.env_file, ScriptedModel(smollm2_tokenizer)).env
+    env = rl2_rollout(written.file, ScriptedModel(smollm2_tokenizer)).env
     with pytest.raises(GemError, match="GuessTheNumber"):  # an unknown id names the closest ones
         asyncio.run(env.reset({"env_id": "game:GuessTheNumbr-v0-easy", "seed": 0}))
     with pytest.raises(GemError, match="gem rl2 config"):
@@ -208,4 +188,7 @@ def test_the_chat_format_strips_the_end_of_turn_from_answers(smollm2_tokenizer):
     chat = ChatFormat(smollm2_tokenizer)
     assert chat.answer_content("\\boxed{3}<|im_end|>") == "\\boxed{3}"
     assert chat.answer_content("\\boxed{3") == "\\boxed{3"  # cut by a token limit
-    assert chat.after_answer("\\boxed{3}<|im_end|>", "Higher.") == "\n<|im_start|>user\nHigher.<|im_end|>\n<|im_start|>assistant\n"
+    after = "\n<|im_start|>user\nHigher.<|im_end|>\n<|im_start|>assistant\n"
+    assert chat.after_answer("\\boxed{3}<|im_end|>", "Higher.") == after
+    ids = smollm2_tokenizer.encode("\\boxed{3}<|im_end|>", add_special_tokens=False)
+    assert chat.after_answer(ids, "Higher.") == after and chat.answer_content(ids) == "\\boxed{3}"

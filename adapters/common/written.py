@@ -1,0 +1,45 @@
+"""What a config command writes for a library that reads the datasets and one GEM file of its own
+(an agent or environment file the library loads), and the launch command it prints."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from gem_adapters.common.dataset import RowFunction, WrittenSplits, write_splits
+from gem_adapters.common.launch import command_line
+from gem_adapters.common.settings import RunSettings
+from gem_core.errors import GemError
+
+
+@dataclass(frozen=True)
+class WrittenRun:
+    splits: WrittenSplits  # the datasets
+    file: Path  # the library's GEM file
+    argv: tuple[str, ...]  # the launch command
+
+    @property
+    def command(self) -> str:
+        return command_line(self.argv)
+
+
+def check_episodes_per_gpu(settings: RunSettings, library: str) -> None:
+    """Raise a :class:`GemError` unless every GPU gets at least one episode per step."""
+    if settings.batch_size * settings.rollouts_per_start < settings.total_gpus:
+        raise GemError("batch size x rollouts per start must be at least the number of GPUs "
+                       f"({settings.total_gpus}), as {library} requires.")
+
+
+def write_run(settings: RunSettings, *, row: RowFunction, file_name: str, file_text: str,
+              launch_argv: Callable[[Path, Path, Path], list[str]], progress: Any = None) -> WrittenRun:
+    """Write the datasets (rows from ``row``) and the file ``file_name`` into ``settings.out_dir``;
+    ``launch_argv(train, val, file)`` builds the launch command. ``progress``, when given, is
+    called with the number of rows written so far."""
+    out = settings.out_dir.expanduser().resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    splits = write_splits(settings, out, row, progress=progress)
+    path = out / file_name
+    path.write_text(file_text, encoding="utf-8")
+    return WrittenRun(splits, path, tuple(launch_argv(splits.train, splits.val, path)))
