@@ -147,6 +147,21 @@ def test_an_env_that_raises_mid_episode_ends_truncated_and_the_batch_goes_on(tmp
     assert "disk on fire" in caplog.text
 
 
+def test_an_episode_rl2_cuts_at_its_own_max_turns_closes_its_environment(tmp_path, rl2_rollout, smollm2_tokenizer,
+                                                                          smollm2_tokenizer_dir, monkeypatch):
+    import gc
+
+    from gem_adapters.common.session import EnvSession
+
+    closed = []
+    monkeypatch.setattr(EnvSession, "close", lambda self: closed.append(self.env_id))
+    written = write_run(settings(tmp_path, smollm2_tokenizer_dir))
+    tensor_dict, _ = rl2_rollout(written.file, ScriptedModel(smollm2_tokenizer), max_turns=1)(rows(written), True, 1)
+    assert [len(turn_end_positions(mask)) for mask in tensor_dict["action_mask"]] == [1] * 4  # RL2 stopped them
+    gc.collect()
+    assert closed == [EASY] * 4  # when RL2 dropped the rows' extra_info
+
+
 def test_bad_rows_and_ids_are_refused_with_the_fix(tmp_path, rl2_rollout, smollm2_tokenizer, smollm2_tokenizer_dir):
     import asyncio
 
