@@ -322,23 +322,37 @@ def _make_policy(settings: EvalSettings) -> tuple[Any, Any, str]:
 
 
 def plot_report(reports: Sequence[EnvReport], path: Path, *, title: str = "") -> Path:
-    """Bars of success rate and mean return (with its standard error) per environment."""
+    """Success rate and mean return (with its standard error) per environment, as labelled
+    horizontal bars: one row per environment, readable for one or for many."""
+    import textwrap
+
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    names = [r.env_id for r in reports]
-    fig, (left, right) = plt.subplots(1, 2, figsize=(max(7, 1.6 * len(names) + 4), 3.8))
-    left.bar(names, [r.success_rate for r in reports], color="tab:green")
-    left.set_ylim(0, 1)
-    left.set_title("success rate")
-    right.bar(names, [r.mean_return for r in reports], yerr=[r.return_stderr for r in reports], capsize=4)
-    right.set_title("mean return")
+    rows = range(len(reports))
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 1.7 + 0.6 * len(reports)), sharey=True)
+    success = [r.success_rate for r in reports]
+    left.barh(rows, success, color="tab:green", height=0.6)
+    left.set_xlim(0, 1.15)
+    left.set_title("success rate", fontsize=10)
+    for row, value in zip(rows, success):
+        left.annotate(f"{value:.0%}", (value, row), xytext=(3, 0), textcoords="offset points", va="center")
+    means = [r.mean_return for r in reports]
+    right.barh(rows, means, xerr=[r.return_stderr for r in reports], capsize=4, height=0.6)
+    right.axvline(0, color="black", linewidth=0.8)
+    right.set_title("mean return (± standard error)", fontsize=10)
+    for row, report in zip(rows, reports):
+        mean, side = report.mean_return + 0.0, 1 if report.mean_return >= 0 else -1  # + 0.0: no "-0.000"
+        right.annotate(f"{mean:+.3f}", (mean + side * report.return_stderr, row), xytext=(4 * side, 0),
+                       textcoords="offset points", va="center", ha="left" if side > 0 else "right")
+    right.margins(x=0.25)
+    left.set_yticks(list(rows), [f"{r.env_id}\n{r.episodes} episodes" for r in reports])
+    left.invert_yaxis()
     for ax in (left, right):
-        ax.tick_params(axis="x", rotation=20)
-        ax.grid(axis="y", alpha=0.3)
-    return save_figure(fig, path, title)
+        ax.grid(axis="x", alpha=0.3)
+    return save_figure(fig, path, "\n".join(textwrap.wrap(title, 100)))
 
 
 def _print_report(out: Any, reports: Sequence[EnvReport], describe: str, output: Path) -> None:

@@ -176,3 +176,21 @@ def test_a_request_past_the_timeout_stops_with_a_clear_error(slow_server: ChatSe
                          "--output-dir", str(tmp_path / "eval"), "--no-progress")
     assert result.returncode == 1 and "Traceback" not in result.stderr
     assert "no answer within --timeout 0.3 s" in result.stderr, result.stderr
+
+
+def test_the_report_plot_fits_its_title_and_any_number_of_environments(monkeypatch: pytest.MonkeyPatch,
+                                                                        tmp_path: Path):
+    import gem_adapters.local.evaluate as evaluate
+
+    drawn = []
+    monkeypatch.setattr(evaluate, "save_figure", lambda fig, path, title: drawn.append((fig, title)) or path)
+    long_title = "/root/.cache/gem-adapters/models/SmolLM2-135M-Instruct at http://127.0.0.1:8000/v1 " * 2
+    for count in (1, 8):
+        reports = [evaluate.EnvReport(f"rg:task_{i}", 16, 0.1 * i - 0.2, 0.05, 0.5, 1.0, 0.0, 1.0)
+                   for i in range(count)]
+        evaluate.plot_report(reports, tmp_path / "report.png", title=long_title)
+    (one, title), (many, _) = drawn
+    assert all(len(line) <= 100 for line in title.splitlines()) and len(title.splitlines()) >= 2
+    assert many.get_figheight() > one.get_figheight()  # a row per environment
+    labels = [label.get_text() for label in many.axes[0].get_yticklabels()]
+    assert labels[0] == "rg:task_0\n16 episodes" and len(labels) == 8
