@@ -13,6 +13,7 @@ work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 
 python -m build --sdist --wheel --outdir "$work/dist" . >"$work/build.log" 2>&1 || { cat "$work/build.log"; exit 1; }
+if grep -i "deprecat" "$work/build.log"; then echo "the build warns of something deprecated (above)"; exit 1; fi
 tar -tzf "$work"/dist/*.tar.gz >"$work/sdist.txt"
 grep -q "envs_plugins/game/data/english_words.txt.gz" "$work/sdist.txt" || { echo "the sdist lacks the game data"; exit 1; }
 python -m venv --system-site-packages "$work/venv"
