@@ -43,7 +43,8 @@ class Env:
     spec: EnvSpec | None = None
     #: True when ``step``/``reset`` wait on I/O (subprocesses, servers, sleeps). Vector
     #: environments in async mode run such steps concurrently in worker threads and run the
-    #: others inline, so cheap CPU-bound environments never pay a thread hop.
+    #: others inline, so cheap CPU-bound environments never pay a thread hop. A class that does
+    #: not set it has its first calls timed instead (see :mod:`gem_core.vector.base`).
     blocking: ClassVar[bool] = False
 
     _seed: int | None = None
