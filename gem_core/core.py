@@ -26,7 +26,8 @@ class Env:
 
     Subclasses implement :meth:`reset` (calling ``super().reset(seed)`` first) and :meth:`step`,
     and draw every random number from :attr:`rng` (or :attr:`np_random`), so that the same seed
-    gives the same episode byte for byte.
+    gives the same episode byte for byte. :meth:`sample_random_action` draws from
+    :attr:`action_rng` instead, so sampling an action never changes the episode.
 
     Contract:
 
@@ -42,12 +43,14 @@ class Env:
     spec: EnvSpec | None = None
     #: True when ``step``/``reset`` wait on I/O (subprocesses, servers, sleeps). Vector
     #: environments in async mode run such steps concurrently in worker threads and run the
-    #: others inline, so cheap CPU-bound environments never pay a thread hop.
+    #: others inline, so cheap CPU-bound environments never pay a thread hop. A class that does
+    #: not set it has its first calls timed instead (see :mod:`gem_core.vector.base`).
     blocking: ClassVar[bool] = False
 
     _seed: int | None = None
     _rng: random.Random | None = None
     _np_rng: np.random.Generator | None = None
+    _action_rng: random.Random | None = None
 
     def reset(self, seed: int | None = None, **options: Any) -> ResetResult:
         """Start a new episode and return ``(observation, info)``.
@@ -101,10 +104,22 @@ class Env:
             self._np_rng = np.random.default_rng(self._seed)
         return self._np_rng
 
+    @property
+    def action_rng(self) -> random.Random:
+        """The generator behind :meth:`sample_random_action`: seeded from the same seed as
+        :attr:`rng` but apart from it (as Gymnasium seeds an action space apart from its
+        environment), so an episode is the same whether its actions were sampled or given."""
+        if self._action_rng is None:
+            if self._rng is None:
+                self._seed_generators(None)
+            self._action_rng = random.Random(f"{self._seed}/actions")
+        return self._action_rng
+
     def _seed_generators(self, seed: int | None) -> None:
         self._seed = secrets.randbits(64) if seed is None else int(seed)
         self._rng = random.Random(self._seed)
         self._np_rng = None  # made on first use, from the same seed
+        self._action_rng = None  # likewise
 
     @property
     def unwrapped(self) -> Env:
@@ -174,6 +189,10 @@ class Wrapper(Env):
     @property
     def np_random(self) -> np.random.Generator:
         return self.env.np_random
+
+    @property
+    def action_rng(self) -> random.Random:
+        return self.env.action_rng
 
     @property
     def unwrapped(self) -> Env:

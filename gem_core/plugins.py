@@ -161,11 +161,11 @@ def _call_register_hooks(manager: pluggy.PluginManager) -> None:
 
             if kind == "envs":
                 def register(id, entry_point, *, description="", wrappers=(), offline=True,
-                             kwargs=None, _source=impl.plugin_name, **env_kwargs):
+                             kwargs=None, requires=None, _source=impl.plugin_name, **env_kwargs):
                     staged.append(registry.build_spec(
                         id, entry_point, description=description, wrappers=wrappers,
                         offline=offline, kwargs={**(kwargs or {}), **env_kwargs},
-                        source=f"plugin {_source!r}",
+                        source=f"plugin {_source!r}", requires=requires,
                     ))
             else:
                 component_registry = REGISTRIES[kind]

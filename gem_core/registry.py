@@ -39,8 +39,9 @@ class EnvSpec:
     a callable) returning an :class:`~gem_core.core.Env`; ``kwargs`` are the constructor's
     defaults for this id; ``wrappers`` names registered wrappers applied by :func:`make`, innermost
     first, each a name or a ``(name, options)`` pair; ``offline`` is False when the environment
-    needs data that must be downloaded first; ``source`` is the plugin (or module) that
-    registered it.
+    needs data that must be downloaded first; ``requires`` maps the modules it imports beyond
+    GEM's own to the extra that installs them (``{"reasoning_gym": "envs"}``); ``source`` is the
+    plugin (or module) that registered it.
     """
 
     id: str
@@ -50,6 +51,23 @@ class EnvSpec:
     wrappers: tuple[str | tuple[str, Mapping[str, Any]], ...] = ()
     offline: bool = True
     source: str = "<unknown>"
+    requires: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def missing_extras(self) -> list[str]:
+        """The extras to install before this environment can be made (its required modules that
+        cannot be found; nothing is imported)."""
+        import importlib.util
+
+        missing = []
+        for module, extra in self.requires.items():
+            try:
+                found = importlib.util.find_spec(module) is not None
+            except (ImportError, ValueError):
+                found = False
+            if not found and extra not in missing:
+                missing.append(extra)
+        return missing
 
     @property
     def category(self) -> str:
@@ -82,6 +100,7 @@ def register(
     offline: bool = True,
     kwargs: Mapping[str, Any] | None = None,
     source: str | None = None,
+    requires: Mapping[str, str] | None = None,
     **env_kwargs: Any,
 ) -> EnvSpec:
     """Register an environment id.
@@ -92,7 +111,7 @@ def register(
     """
     spec = build_spec(
         id, entry_point, description=description, wrappers=wrappers, offline=offline,
-        kwargs={**(kwargs or {}), **env_kwargs}, source=source or _caller_module(),
+        kwargs={**(kwargs or {}), **env_kwargs}, source=source or _caller_module(), requires=requires,
     )
     add_spec(spec)
     return spec
@@ -107,6 +126,7 @@ def build_spec(
     offline: bool,
     kwargs: Mapping[str, Any],
     source: str,
+    requires: Mapping[str, str] | None = None,
 ) -> EnvSpec:
     """Validate a registration and return its spec (without adding it)."""
     if not isinstance(id, str) or not _ID_PATTERN.match(id):
@@ -124,7 +144,7 @@ def build_spec(
         raise InvalidRegistrationError(f"Entry point for {id} (from {source}) is not callable.")
     return EnvSpec(
         id=id, entry_point=entry_point, kwargs=dict(kwargs), description=description,
-        wrappers=tuple(wrappers), offline=offline, source=source,
+        wrappers=tuple(wrappers), offline=offline, source=source, requires=dict(requires or {}),
     )
 
 

@@ -46,7 +46,7 @@ def collect_episodes(vec_env: Any, policy: Policy, num_episodes: int, *, seed: i
                      max_turns: int | None = None, max_reset_failures: int = MAX_RESET_FAILURES,
                      reset_backoff: float = RESET_BACKOFF,
                      max_reset_failure_share: float = MAX_RESET_FAILURE_SHARE,
-                     progress: bool = False) -> list[Episode]:
+                     progress: bool = False, on_episode: Callable[[Episode], Any] | None = None) -> list[Episode]:
     """Run ``policy`` on ``vec_env`` until ``num_episodes`` episodes have ended; return them in
     the order they started.
 
@@ -55,10 +55,11 @@ def collect_episodes(vec_env: Any, policy: Policy, num_episodes: int, *, seed: i
     initial ``vec_env.reset``. ``max_turns`` cuts an episode off (its last turn marked
     truncated) after that many turns. Failed resets are retried, and slots that keep failing are
     quarantined, as the module documentation says (``max_reset_failures``, ``reset_backoff``,
-    ``max_reset_failure_share``). ``progress`` shows a progress bar.
+    ``max_reset_failure_share``). ``progress`` shows a progress bar. ``on_episode`` is called with
+    each episode as it ends (to save or count it before the collection is over).
     """
     steps = _collect(vec_env, num_episodes, seed, max_turns,
-                     _ResetPolicy(max_reset_failures, reset_backoff, max_reset_failure_share), progress)
+                     _ResetPolicy(max_reset_failures, reset_backoff, max_reset_failure_share), progress, on_episode)
     result: Any = None
     try:
         while True:
@@ -82,11 +83,12 @@ async def acollect_episodes(vec_env: Any, policy: Policy, num_episodes: int, *,
                             seed: int | Sequence[int] | None = None, max_turns: int | None = None,
                             max_reset_failures: int = MAX_RESET_FAILURES, reset_backoff: float = RESET_BACKOFF,
                             max_reset_failure_share: float = MAX_RESET_FAILURE_SHARE,
-                            progress: bool = False) -> list[Episode]:
+                            progress: bool = False,
+                            on_episode: Callable[[Episode], Any] | None = None) -> list[Episode]:
     """:func:`collect_episodes` for async callers: awaits the policy and the vector
     environment's ``areset``/``astep`` on the running loop."""
     steps = _collect(vec_env, num_episodes, seed, max_turns,
-                     _ResetPolicy(max_reset_failures, reset_backoff, max_reset_failure_share), progress)
+                     _ResetPolicy(max_reset_failures, reset_backoff, max_reset_failure_share), progress, on_episode)
     result: Any = None
     try:
         while True:
@@ -158,7 +160,8 @@ class _Ledger:
 
 
 def _collect(vec_env: Any, num_episodes: int, seed: Any, max_turns: int | None, policy: _ResetPolicy,
-             progress: bool) -> Generator[tuple[str, Any], Any, list[Episode]]:
+             progress: bool, on_episode: Callable[[Episode], Any] | None = None,
+             ) -> Generator[tuple[str, Any], Any, list[Episode]]:
     """The collection logic, as requests (``reset``, ``policy``, ``step``, ``wait``) for a driver."""
     from gem_core.vector.base import EPISODE_SEED, FAULT, FINAL_INFO, FINAL_OBSERVATION, VectorEnv
 
@@ -218,6 +221,8 @@ def _collect(vec_env: Any, num_episodes: int, seed: Any, max_turns: int | None, 
         running.episode.final_observation = final_observation
         ledger.finished.append((running.order, running.episode))
         bar.advance(1)
+        if on_episode is not None:
+            on_episode(running.episode)
 
     first = healthy[:num_episodes]
     if isinstance(seed, int) and not isinstance(seed, bool):

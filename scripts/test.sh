@@ -5,12 +5,18 @@
 # (scripts/install_test_deps.sh installs it); arguments go to its pytest. Each training library's adapter then runs its tests in
 # a virtual environment of its own, installed as the README tells users and cached outside the
 # clone (scripts/adapter_envs.py; the first run builds it, later runs reuse it).
-# ADAPTER_STAGES="verl" (or "none") selects adapter stages; the default is all of them.
+# A full run also checks the packaging (scripts/check_package.sh: the built wheel ships its data).
+# ADAPTER_STAGES="verl" (or "none") selects adapter stages and skips that check; the default is all.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 echo "== core, environments, tools, local trainer =="
 python -m pytest -q --ignore=tests/adapters "$@"
+
+if [ -z "${ADAPTER_STAGES:-}" ]; then   # a full run
+    echo "== packaging: the built wheel ships its data =="
+    bash scripts/check_package.sh
+fi
 
 stages="${ADAPTER_STAGES:-$(python scripts/adapter_envs.py list)}"
 [ "$stages" = "none" ] && exit 0

@@ -138,15 +138,18 @@ def _print_summary(out: Any, result: Any) -> None:
 @click.option("--device", default="auto", show_default=True, help="auto, cpu, cuda or cuda:N (local models).")
 @click.option("--output-dir", type=click.Path(file_okay=False),
               help="Folder for report.json, episodes.jsonl and report.png (default gem-runs/eval-<time>).")
-@click.option("--progress/--no-progress", default=True, help="Show a progress bar (default on).")
+@click.option("--progress/--no-progress", default=True,
+              help="Show progress: a bar on a terminal, plain lines otherwise (default on).")
+@click.option("--timeout", type=float, default=120.0, show_default=True,
+              help="Seconds to wait for each endpoint request before retrying, then stopping with an error.")
 def eval_command(envs: tuple[str, ...], model: str | None, base_url: str | None, **options: Any) -> None:
     """Score a policy on GEM environments over N episodes each.
 
     The policy is a local model (--model FOLDER, a `gem train` checkpoint, or 'smollm2') or an
     OpenAI-compatible chat endpoint (--base-url URL --model NAME, API key from $OPENAI_API_KEY).
     Episodes run concurrently through the async vector environment. Writes report.json (per
-    environment: mean return, success rate, turns per episode), every episode, and report.png;
-    prints a table.
+    environment: mean return, success rate, turns per episode), every episode as it ends, and
+    report.png; prints a table. Ctrl-C or SIGTERM writes the report of the episodes that finished.
     """
     from gem_adapters.local.evaluate import EvalSettings, run_evaluation
     from gem_adapters.local.runtime import prefer_passive_openmp

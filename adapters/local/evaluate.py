@@ -3,7 +3,11 @@
 Episodes run in an async vector environment of ``concurrency`` slots. With a chat endpoint, the
 ``concat_chat`` wrapper renders the conversation through :class:`MessagesTemplate`, so each
 observation is the message list itself (as JSON) and the endpoint applies its own chat template;
-the requests of one batch are in flight together.
+the requests of one batch are in flight together, each bounded by ``timeout`` seconds.
+
+Each episode is appended to ``episodes.jsonl`` as it ends. Progress shows as a bar on a terminal
+and as plain lines otherwise (a log, a pipe). Ctrl-C or SIGTERM stops the evaluation and writes the
+report of the episodes that finished (``"interrupted": true``).
 """
 
 from __future__ import annotations
@@ -12,8 +16,12 @@ import asyncio
 import json
 import math
 import os
+import signal
+import sys
+import threading
 import time
-from collections.abc import Sequence
+from contextlib import contextmanager
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -52,6 +60,7 @@ class EvalSettings:
     device: str = "auto"
     output_dir: str | None = None
     progress: bool = True
+    timeout: float = 120.0  # seconds per endpoint request
 
     def validate(self) -> None:
         from gem_adapters.local.config import check_env_ids
@@ -63,6 +72,8 @@ class EvalSettings:
             raise GemError(f"--temperature must be >= 0 (0 is greedy), got {self.temperature}.")
         if not 0 < self.top_p <= 1:
             raise GemError(f"--top-p must be in (0, 1], got {self.top_p}.")
+        if not self.timeout > 0:
+            raise GemError(f"--timeout must be a positive number of seconds, got {self.timeout}.")
         if self.base_url is not None and not self.model:
             raise GemError("--base-url needs --model, the name of the model the endpoint serves.")
         check_env_ids(self.envs)
@@ -82,7 +93,8 @@ class ChatEndpointPolicy:
     action; observations are JSON message lists (see :class:`MessagesTemplate`)."""
 
     def __init__(self, base_url: str, model: str, *, api_key: str | None, max_tokens: int,
-                 temperature: float, top_p: float, concurrency: int, max_retries: int = 5):
+                 temperature: float, top_p: float, concurrency: int, timeout: float = 120.0,
+                 max_retries: int = 2):
         try:
             import openai
         except ImportError:
@@ -91,7 +103,9 @@ class ChatEndpointPolicy:
             raise MissingDependencyError("Evaluating through an OpenAI-compatible endpoint", "openai", "local") from None
         self._openai = openai
         self.base_url, self.model = base_url, model
-        self._client_options = {"base_url": base_url, "api_key": api_key or "EMPTY", "max_retries": max_retries}
+        self._client_options = {"base_url": base_url, "api_key": api_key or "EMPTY", "max_retries": max_retries,
+                                "timeout": timeout}
+        self.timeout = timeout
         self._clients: dict[int, Any] = {}  # one client per event loop: connections belong to a loop
         self.options = {"max_tokens": max_tokens, "temperature": temperature, "top_p": top_p}
         self._limit = concurrency
@@ -146,6 +160,11 @@ class ChatEndpointPolicy:
         except openai.AuthenticationError:
             raise EndpointError(f"{self.base_url} rejected the API key. Put the key in the environment "
                                 "variable named by --api-key-env (default OPENAI_API_KEY).") from None
+        except openai.APITimeoutError:
+            raise EndpointError(
+                f"A request to {self.base_url} got no answer within --timeout {self.timeout:g} s (after "
+                "retries). A slow server needs a longer --timeout, or fewer tokens (--max-new-tokens) "
+                "and requests (--concurrency) at once.") from None
         except openai.APIError as e:
             raise EndpointError(f"The request to {self.base_url} failed after retries: {e}") from None
         finally:
@@ -194,36 +213,89 @@ def run_evaluation(settings: EvalSettings, *, console: Any = None) -> dict[str, 
     output.mkdir(parents=True, exist_ok=True)
     episodes_path = output / EPISODES_FILE
     episodes_path.write_text("")
-    reports: list[EnvReport] = []
-    for env_id in settings.envs:
-        started = time.perf_counter()
-        with gem_core.make_vec(env_id, num_envs=min(settings.concurrency, settings.episodes), mode="async",
-                               wrappers=settings.wrappers, wrapper_options={"tokenizer": template},
-                               seed=settings.seed) as vec_env:
-            if isinstance(policy, ChatEndpointPolicy) and not reports:
-                vec_env.run_coroutine(policy.check())
-            try:
-                episodes = gem_core.collect_episodes(vec_env, policy, settings.episodes, seed=settings.seed,
-                                                     progress=settings.progress)
-            finally:
-                if isinstance(policy, ChatEndpointPolicy):
-                    vec_env.run_coroutine(policy.aclose())
-        from gem_core.episodes import save_episodes
+    from gem_core.episodes import save_episodes
 
-        save_episodes(episodes, episodes_path, append=True)
-        reports.append(summarise(env_id, episodes, time.perf_counter() - started))
-        reports[-1].quarantined = [{k: v for k, v in r.items() if k != "env_id"}
-                                   for r in vec_env.quarantined.values()]
+    reports: list[EnvReport] = []
+    finished: list[Episode] = []  # the episodes of the environment being played, as they end
+    bar = settings.progress and sys.stdout.isatty()
+    lines = _ProgressLines(settings.episodes) if settings.progress and not bar else None
+    interrupted = False
+    env_id, started = settings.envs[0], time.perf_counter()
+
+    def record(episode: Episode) -> None:
+        save_episodes([episode], episodes_path, append=True)
+        finished.append(episode)
+        if lines is not None:
+            lines.show(env_id, finished)
+
+    with _interrupt_on_sigterm():
+        try:
+            for env_id in settings.envs:
+                started = time.perf_counter()
+                finished.clear()
+                with gem_core.make_vec(env_id, num_envs=min(settings.concurrency, settings.episodes), mode="async",
+                                       wrappers=settings.wrappers, wrapper_options={"tokenizer": template},
+                                       seed=settings.seed) as vec_env:
+                    if isinstance(policy, ChatEndpointPolicy) and not reports:
+                        vec_env.run_coroutine(policy.check())
+                    try:
+                        gem_core.collect_episodes(vec_env, policy, settings.episodes, seed=settings.seed,
+                                                  progress=bar, on_episode=record)
+                    finally:
+                        if isinstance(policy, ChatEndpointPolicy):
+                            vec_env.run_coroutine(policy.aclose())
+                reports.append(summarise(env_id, finished, time.perf_counter() - started))
+                reports[-1].quarantined = [{k: v for k, v in r.items() if k != "env_id"}
+                                           for r in vec_env.quarantined.values()]
+        except KeyboardInterrupt:
+            interrupted = True
+            if finished and (not reports or reports[-1].env_id != env_id):
+                reports.append(summarise(env_id, finished, time.perf_counter() - started))
     report = {
         "policy": describe,
         "settings": {k: v for k, v in asdict(settings).items() if k not in ("progress",)},
         "environments": [asdict(r) for r in reports],
+        "interrupted": interrupted,
     }
     (output / REPORT_FILE).write_text(json.dumps(report, indent=2))
-    plot_report(reports, output / PLOT_FILE, title=describe)
+    if reports:
+        plot_report(reports, output / PLOT_FILE, title=describe)
     if console is not None:
         _print_report(console, reports, describe, output)
+    if interrupted:
+        done = sum(r.episodes for r in reports)
+        raise GemError(f"Interrupted: {output / REPORT_FILE} reports the {done} episode(s) that finished.")
     return report
+
+
+class _ProgressLines:
+    """Progress as plain lines, for output that is not a terminal: about ten per environment."""
+
+    def __init__(self, total: int):
+        self.total, self.every = total, max(1, total // 10)
+
+    def show(self, env_id: str, finished: Sequence[Episode]) -> None:
+        done = len(finished)
+        if done % self.every == 0 or done == self.total:
+            mean = sum(e.total_reward for e in finished) / done
+            print(f"{env_id}: {done}/{self.total} episodes, mean return {mean:+.3f}", flush=True)
+
+
+@contextmanager
+def _interrupt_on_sigterm() -> Iterator[None]:
+    """Within the block, SIGTERM interrupts the main thread as Ctrl-C does."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _make_policy(settings: EvalSettings) -> tuple[Any, Any, str]:
@@ -232,6 +304,7 @@ def _make_policy(settings: EvalSettings) -> tuple[Any, Any, str]:
         policy = ChatEndpointPolicy(
             settings.base_url, settings.model or "", api_key=api_key, max_tokens=settings.max_new_tokens,
             temperature=settings.temperature, top_p=settings.top_p, concurrency=settings.concurrency,
+            timeout=settings.timeout,
         )
         return policy, MessagesTemplate(), f"{settings.model} at {settings.base_url}"
     from gem_adapters.local.models import DEFAULT_MODEL, load_model, load_tokenizer, resolve_device, resolve_dtype, resolve_model
@@ -249,23 +322,37 @@ def _make_policy(settings: EvalSettings) -> tuple[Any, Any, str]:
 
 
 def plot_report(reports: Sequence[EnvReport], path: Path, *, title: str = "") -> Path:
-    """Bars of success rate and mean return (with its standard error) per environment."""
+    """Success rate and mean return (with its standard error) per environment, as labelled
+    horizontal bars: one row per environment, readable for one or for many."""
+    import textwrap
+
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    names = [r.env_id for r in reports]
-    fig, (left, right) = plt.subplots(1, 2, figsize=(max(7, 1.6 * len(names) + 4), 3.8))
-    left.bar(names, [r.success_rate for r in reports], color="tab:green")
-    left.set_ylim(0, 1)
-    left.set_title("success rate")
-    right.bar(names, [r.mean_return for r in reports], yerr=[r.return_stderr for r in reports], capsize=4)
-    right.set_title("mean return")
+    rows = range(len(reports))
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 1.7 + 0.6 * len(reports)), sharey=True)
+    success = [r.success_rate for r in reports]
+    left.barh(rows, success, color="tab:green", height=0.6)
+    left.set_xlim(0, 1.15)
+    left.set_title("success rate", fontsize=10)
+    for row, value in zip(rows, success):
+        left.annotate(f"{value:.0%}", (value, row), xytext=(3, 0), textcoords="offset points", va="center")
+    means = [r.mean_return for r in reports]
+    right.barh(rows, means, xerr=[r.return_stderr for r in reports], capsize=4, height=0.6)
+    right.axvline(0, color="black", linewidth=0.8)
+    right.set_title("mean return (± standard error)", fontsize=10)
+    for row, report in zip(rows, reports):
+        mean, side = report.mean_return + 0.0, 1 if report.mean_return >= 0 else -1  # + 0.0: no "-0.000"
+        right.annotate(f"{mean:+.3f}", (mean + side * report.return_stderr, row), xytext=(4 * side, 0),
+                       textcoords="offset points", va="center", ha="left" if side > 0 else "right")
+    right.margins(x=0.25)
+    left.set_yticks(list(rows), [f"{r.env_id}\n{r.episodes} episodes" for r in reports])
+    left.invert_yaxis()
     for ax in (left, right):
-        ax.tick_params(axis="x", rotation=20)
-        ax.grid(axis="y", alpha=0.3)
-    return save_figure(fig, path, title)
+        ax.grid(axis="x", alpha=0.3)
+    return save_figure(fig, path, "\n".join(textwrap.wrap(title, 100)))
 
 
 def _print_report(out: Any, reports: Sequence[EnvReport], describe: str, output: Path) -> None:

@@ -77,6 +77,7 @@ class Trainer:
         self.resume = resume
         self.progress = progress
         self.console = console
+        self._phase: Any = lambda step, doing: None  # what a step is doing, for the progress display
         validate(config)
         if resume is not None:
             ckpt.checkpoint_dir(resume)  # fail now, not after loading the model
@@ -93,6 +94,8 @@ class Trainer:
         self.estimator = get_estimator(c.estimator)
         self._probe_estimator()
         base = resolve_model(c.model, on_convert=self._say)
+        self._say(f"Loading {base} and playing a first batch; every step plays {c.episodes_per_step} "
+                  "episodes, then trains on them.")
 
         import torch
 
@@ -197,6 +200,7 @@ class Trainer:
         last_checkpoint = None
         try:
             with self._progress_bar() as bar:
+                self._phase = bar.phase
                 for step in range(self.start_step + 1, c.steps + 1):
                     record = self.train_step(step)
                     self.metrics.append(record)
@@ -221,6 +225,7 @@ class Trainer:
         started = time.perf_counter()
         self.policy.reset_records()
         seeds = step_seeds(c.seed, step, c.episodes_per_step, c.group_size)
+        self._phase(step, f"playing {c.episodes_per_step} episodes")
         episodes = collect_episodes(self.vec_env, self.policy, c.episodes_per_step, seed=seeds)
         rollout_s = time.perf_counter() - started
         episodes_file = self.output_dir / EPISODES_DIR / f"step-{step:05d}.jsonl"
@@ -234,6 +239,7 @@ class Trainer:
         total_tokens = sum(s.num_model_tokens for s in samples)
 
         train_started = time.perf_counter()
+        self._phase(step, f"training on {total_tokens} response tokens")
         self.model.train()
         self.optimizer.zero_grad(set_to_none=True)
         loss_sum = 0.0
@@ -291,32 +297,42 @@ def _quiet_transformers() -> None:
 
 
 class _StepProgress:
-    """A rich progress bar over steps, showing the latest return and success rate."""
+    """A rich progress bar over steps, showing the latest return and success rate, and what the
+    step is doing (:meth:`phase`): in the bar on a terminal, as a line otherwise. Call it with each
+    step's record."""
 
     def __init__(self, done: int, total: int, *, enabled: bool, console: Any):
         self.done, self.total, self.enabled, self.console = done, total, enabled, console
 
-    def __enter__(self):
+    def __enter__(self) -> _StepProgress:
+        if self.enabled:
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+            self._progress = Progress(
+                TextColumn("[bold]training"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                TextColumn("{task.fields[status]}"), console=self.console,
+            )
+            self._progress.__enter__()
+            self._task = self._progress.add_task("steps", total=self.total, completed=self.done, status="")
+        return self
+
+    def phase(self, step: int, doing: str) -> None:
         if not self.enabled:
-            return lambda record: None
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+            return
+        if self._progress.console.is_terminal:
+            self._progress.update(self._task, status=f"step {step}: {doing}")
+        else:
+            self._progress.console.print(f"step {step}: {doing}...")
 
-        self._progress = Progress(
-            TextColumn("[bold]training"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-            TextColumn("{task.fields[status]}"), console=self.console,
-        )
-        self._progress.__enter__()
-        task = self._progress.add_task("steps", total=self.total, completed=self.done, status="playing episodes")
-
-        def update(record: dict[str, Any]) -> None:
-            status = (f"return {record['mean_return']:+.3f}  success {record['success_rate']:.0%}  "
-                      f"turns {record['turns_per_episode']:.2f}  {record['tokens_per_second']:.0f} tok/s")
-            if record.get("quarantined_slots"):
-                status += f"  {record['quarantined_slots']} slot(s) quarantined"
-            self._progress.update(task, advance=1, status=status)
-            self._progress.console.print(f"step {record['step']}: {status}")
-
-        return update
+    def __call__(self, record: dict[str, Any]) -> None:
+        if not self.enabled:
+            return
+        status = (f"return {record['mean_return']:+.3f}  success {record['success_rate']:.0%}  "
+                  f"turns {record['turns_per_episode']:.2f}  {record['tokens_per_second']:.0f} tok/s")
+        if record.get("quarantined_slots"):
+            status += f"  {record['quarantined_slots']} slot(s) quarantined"
+        self._progress.update(self._task, advance=1, status=status)
+        self._progress.console.print(f"step {record['step']}: {status}")
 
     def __exit__(self, *exc: object) -> None:
         if self.enabled:

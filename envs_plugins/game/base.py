@@ -2,7 +2,7 @@
 
 A game subclasses :class:`GameEnv` and implements ``new_game`` (draw a fresh puzzle from
 ``self.rng``), ``parse_move`` (the text of the last ``\\boxed{}`` to a move, or None), ``play``
-(apply a move: message, reward, :class:`Outcome`), ``random_move``, ``instructions`` and
+(apply a move: message, reward, :class:`Outcome`), ``random_move`` (from ``self.action_rng``), ``instructions`` and
 ``task_suffix``. The base class turns those into Gym transitions:
 
 * no parseable move: ``Reward.FORMAT_ERROR``, ``terminated=True``, ``info["format_error"]``;
@@ -193,8 +193,8 @@ class GameEnv(Env):
         if not self._ready:
             raise self._reset_needed("sample_random_action")
         actions = self.listed.actions
-        if actions:  # pick() inlined, from the generator behind self.rng (reset has made it)
-            return actions[int(self._rng.random() * len(actions))]
+        if actions:  # pick() inlined, from the action generator
+            return actions[int((self._action_rng or self.action_rng).random() * len(actions))]
         return f"\\boxed{{{self.random_move()}}}"
 
     def _reset_needed(self, method: str) -> ResetNeededError:

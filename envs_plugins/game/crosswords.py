@@ -114,7 +114,7 @@ class CrosswordsEnv(GameEnv):
         return f"Turn {self.turn}: {letter} at ({row}, {col}) is right.", reward, Outcome.ONGOING
 
     def random_move(self) -> str:
-        uniform = self.rng.random
+        uniform = self.action_rng.random
         board = self.board
         size = len(board)
         for _ in range(8):  # random probes find a hidden cell fast while many are left

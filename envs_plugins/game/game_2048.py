@@ -104,7 +104,7 @@ class Game2048Env(GameEnv):
         return False
 
     def random_move(self) -> str:
-        return pick(self.rng, DIRECTIONS)
+        return pick(self.action_rng, DIRECTIONS)
 
 
 @cache

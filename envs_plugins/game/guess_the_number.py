@@ -85,7 +85,7 @@ class GuessTheNumberEnv(GameEnv):
         return reward
 
     def random_move(self) -> str:
-        return str(random_int(self.rng, self.min_number, self.max_number))
+        return str(random_int(self.action_rng, self.min_number, self.max_number))
 
 
 @cache

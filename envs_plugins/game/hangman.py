@@ -102,7 +102,7 @@ class HangmanEnv(GameEnv):
         return f"Turn {self.turn}: the word has {found} {letter}.", reward, Outcome.ONGOING
 
     def random_move(self) -> str:
-        rng = self.rng
+        rng = self.action_rng
         if rng.random() < 0.5:
             return pick(rng, words.words_of_length(self.word_length, self.hardcore))
         return pick(rng, string.ascii_uppercase)

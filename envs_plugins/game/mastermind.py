@@ -116,9 +116,9 @@ class MastermindEnv(GameEnv):
     def random_move(self) -> str:  # random guesses are distinct digits when that is possible
         digits = range(1, self.num_numbers + 1)
         if self.code_length <= self.num_numbers:
-            guess = self.rng.sample(digits, self.code_length)
+            guess = self.action_rng.sample(digits, self.code_length)
         else:
-            guess = self.rng.choices(digits, k=self.code_length)
+            guess = self.action_rng.choices(digits, k=self.code_length)
         return " ".join(map(str, guess))
 
 

@@ -171,7 +171,7 @@ class MinesweeperEnv(GameEnv):
         return opened
 
     def random_move(self) -> str:
-        uniform = self.rng.random
+        uniform = self.action_rng.random
         command = "flag" if uniform() < 0.1 else "reveal"
         return f"{command} {int(uniform() * self.rows)} {int(uniform() * self.cols)}"
 

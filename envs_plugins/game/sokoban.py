@@ -119,4 +119,4 @@ class SokobanEnv(GameEnv):
         return len(self.boxes & self.targets) / self.num_boxes
 
     def random_move(self) -> str:
-        return pick(self.rng, DIRECTIONS)
+        return pick(self.action_rng, DIRECTIONS)

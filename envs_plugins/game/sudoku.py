@@ -111,7 +111,7 @@ class SudokuEnv(GameEnv):
         )
 
     def random_move(self) -> str:
-        uniform = self.rng.random
+        uniform = self.action_rng.random
         n, board = self.scale, self.board
         for _ in range(8):  # random probes find an empty cell fast while many are left
             i = int(uniform() * n * n)

@@ -127,7 +127,7 @@ class WordSearchEnv(GameEnv):
         return f"Turn {self.turn}: you found {word} at {span}.", reward, Outcome.ONGOING
 
     def random_move(self) -> str:
-        uniform = self.rng.random
+        uniform = self.action_rng.random
         size = len(self.grid)
         r, c, other = int(uniform() * size), int(uniform() * size), int(uniform() * size)
         return f"{r} {c} {r} {other}" if uniform() < 0.5 else f"{r} {c} {other} {c}"

@@ -36,6 +36,10 @@ GENERATED_SETS = {
 }
 
 
+#: What the ids import beyond GEM (module -> the extra that installs it).
+DATASET_NEEDS = {"datasets": "envs", "math_verify": "envs"}
+GENERATED_NEEDS = {"reasoning_gym": "envs", "math_verify": "envs"}
+
 #: The wrapper of the ``+Tool`` variants: a Python tool, 5 calls, no reward for the calls themselves.
 TOOL_WRAPPER = "python_tool_no_int_reward"
 
@@ -50,11 +54,12 @@ def gem_register_envs(register):
     graded = "graded by math-verify"
     for env_id, (dataset, what) in TRAINING_SETS.items():
         register_with_tool(env_id, _DATASET, dataset_name=dataset, split=None, env_id=env_id, offline=False,
+                           requires=DATASET_NEEDS,
                            description=f"{what} ({dataset}), {graded}.")
     for env_id, (split, what) in EVALUATION_SETS.items():
         register_with_tool(env_id, _DATASET, dataset_name=EVALUATION_DATASET, split=split, shuffle=False,
-                           env_id=env_id, offline=False,
+                           env_id=env_id, offline=False, requires=DATASET_NEEDS,
                            description=f"{what} ({EVALUATION_DATASET}, split {split}), in order, {graded}.")
     for env_id, (task, what) in GENERATED_SETS.items():
-        register_with_tool(env_id, _GENERATED, task=task,
+        register_with_tool(env_id, _GENERATED, task=task, requires=GENERATED_NEEDS,
                            description=f"Generated {what} (reasoning-gym {task}), {graded}.")

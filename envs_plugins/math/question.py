@@ -56,4 +56,4 @@ class QuestionEnv(Env):
             raise GemError(f"{self!r}: the episode is over (one answer per question); call reset().")
 
     def sample_random_action(self) -> str:
-        return f"The answer is \\boxed{{{self.rng.randint(0, 100)}}}."
+        return f"The answer is \\boxed{{{self.action_rng.randint(0, 100)}}}."

@@ -97,7 +97,7 @@ class QaEnv(DatasetEnv):
         return ("Correct." if correct else "Not correct."), reward, True, False, info
 
     def sample_random_action(self) -> str:
-        guess = self.rng.choice(["yes", "no", "unknown", "1", "Paris"])
+        guess = self.action_rng.choice(["yes", "no", "unknown", "1", "Paris"])
         return f"\\boxed{{{guess}}}" if self.extract_boxed else f"<answer>{guess}</answer>"
 
     def clone(self) -> QaEnv:

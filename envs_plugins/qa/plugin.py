@@ -39,19 +39,20 @@ def gem_register_envs(register):
         evaluation = env_id.startswith("eval:")  # evaluation sets serve their questions in order
         what = f"({name}, {split}{', in order' if evaluation else ''})"
         register(env_id, _QA, offline=False, dataset_name=name, split=split, question_key=question,
-                 answer_key=answer, env_id=env_id, shuffle=not evaluation,
+                 answer_key=answer, env_id=env_id, shuffle=not evaluation, requires={"datasets": "envs"},
                  description=f"Answer a question in <answer></answer>, scored by exact match {what}.")
         register(f"{env_id}+Search", _QA, offline=False, dataset_name=name, split=split,
                  question_key=question, answer_key=answer, env_id=f"{env_id}+Search", wrappers=search(),
-                 shuffle=not evaluation,
+                 shuffle=not evaluation, requires={"datasets": "envs"},
                  description=f"Search (a retrieval server at SEARCH_URL), then answer {what}.")
     for depth in RULETAKER_DEPTHS:
         env_id = f"logic:RuleTaker-d{depth}"
         register(env_id, _QA, offline=False, dataset_name=f"axon-rl/RuleTaker-d{depth}-70k", split="train",
                  question_key="question", answer_key="answer", extract_boxed=True, env_id=env_id,
+                 requires={"datasets": "envs"},
                  description=f"Decide what follows from facts and rules (depth {depth}); answer in \\boxed{{}}.")
     register("qa:Almanac-v0", _ALMANAC, env_id="qa:Almanac-v0",
              description="Questions about an invented archipelago, from a corpus shipped with GEM (offline).")
     register("qa:Almanac-v0+Search", _ALMANAC, env_id="qa:Almanac-v0+Search",
-             wrappers=search(corpus=ALMANAC_CORPUS, topk=3),
+             wrappers=search(corpus=ALMANAC_CORPUS, topk=3), requires={"bm25s": "tools"},
              description="Search the Almanac's shipped corpus (BM25), then answer (offline).")

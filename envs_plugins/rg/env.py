@@ -64,7 +64,7 @@ class ReasoningGymEnv(QuestionEnv):
         return self._finish(answer, outcome)
 
     def sample_random_action(self) -> str:
-        return f"\\boxed{{{self.rng.choice(['0', '1', 'yes', 'no', 'A', 'B', '42'])}}}"
+        return f"\\boxed{{{self.action_rng.choice(['0', '1', 'yes', 'no', 'A', 'B', '42'])}}}"
 
     def _request(self, answer: str) -> tuple[Any, ...]:
         return ("score", *self.dataset.arguments, answer, self.entry)

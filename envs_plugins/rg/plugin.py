@@ -15,4 +15,5 @@ def gem_register_envs(register):
             description = ("A weighted mix of reasoning-gym datasets: pass datasets={name: weight, ...}.")
         else:
             description = f"reasoning-gym {category} task {name!r}, scored by its own scorer."
-        register(f"rg:{name}", _ENV, name=name, size=500, seed=42, description=description)
+        register(f"rg:{name}", _ENV, name=name, size=500, seed=42, description=description,
+                 requires={"reasoning_gym": "envs"})

@@ -258,7 +258,7 @@ class TerminalEnv(Env):
                 grade.score + Reward.FORMAT_ERROR, True, False, {**grade.info(), "format_error": True})
 
     def sample_random_action(self) -> str:
-        return self.rng.choice(_RANDOM_ACTIONS)
+        return self.action_rng.choice(_RANDOM_ACTIONS)
 
     def grade(self) -> Grade:
         """Stop the agent's processes and run the task's tests (this ends the episode)."""

@@ -6,17 +6,18 @@ from gem_envs.terminal.tasks import BUILTIN_DIR
 
 _TERMINAL = "gem_envs.terminal.env:TerminalEnv"
 _FOLDER = "gem_envs.terminal.env:TaskFolderEnv"
+NEEDS = {"yaml": "envs"}  # task.yaml is read with PyYAML
 
 
 @hookimpl
 def gem_register_envs(register):
-    register("terminal:All-v0", _TERMINAL,
+    register("terminal:All-v0", _TERMINAL, requires=NEEDS,
              description="Work in a sandboxed shell until hidden tests pass: every shipped task, one per episode.")
     for level in ("easy", "medium", "hard"):
-        register(f"terminal:{level.capitalize()}-v0", _TERMINAL, difficulty=level,
+        register(f"terminal:{level.capitalize()}-v0", _TERMINAL, difficulty=level, requires=NEEDS,
                  description=f"The shipped {level} terminal tasks, one per episode.")
-    register("terminal:Tasks-v0", _FOLDER,
+    register("terminal:Tasks-v0", _FOLDER, requires=NEEDS,
              description="Your own terminal-bench or Harbor task folders: make(..., path=DIR).")
     for folder in sorted(p for p in BUILTIN_DIR.iterdir() if (p / "task.yaml").is_file()):
-        register(f"terminal:{folder.name}-v0", _TERMINAL, task=folder.name,
+        register(f"terminal:{folder.name}-v0", _TERMINAL, task=folder.name, requires=NEEDS,
                  description=f"The shipped terminal task {folder.name!r}.")

@@ -16,7 +16,8 @@ def envs(pattern: str | None, as_json: bool) -> None:
     """List registered environments, optionally filtered by PATTERN.
 
     PATTERN is a glob (`game:*-easy`) or a case-insensitive substring of the id (`sudoku`).
-    The `offline` column says whether the environment works without downloading data.
+    The `offline` column says whether the environment works without downloading data, or which
+    extra it needs installed first (`needs [envs]`: pip install -e ".[envs]").
     """
     from gem_core.registry import list_envs
 
@@ -29,6 +30,7 @@ def envs(pattern: str | None, as_json: bool) -> None:
                 "entry_point": s.entry_point_name,
                 "description": s.description,
                 "offline": s.offline,
+                "missing_extras": s.missing_extras,
                 "source": s.source,
             }
             for s in specs
@@ -47,7 +49,17 @@ def envs(pattern: str | None, as_json: bool) -> None:
     table.add_column("offline")
     table.add_column("entry point", overflow="fold", max_width=48)
     table.add_column("description", overflow="fold")
+    missing: set[str] = set()
     for s in specs:
-        table.add_row(s.id, s.category, "yes" if s.offline else "download", s.entry_point_name, s.description)
+        extras = s.missing_extras
+        missing.update(extras)
+        available = "yes" if s.offline else "download"
+        if extras:
+            available = "[yellow]needs " + " ".join(f"\\[{extra}]" for extra in extras) + "[/]"
+        table.add_row(s.id, s.category, available, s.entry_point_name, s.description)
     console.print(table)
     console.print(f"{len(specs)} environment{'s' if len(specs) != 1 else ''}.")
+    if missing:
+        extras = ",".join(sorted(missing))
+        console.print(f"Environments marked 'needs' cannot be made until their extras are installed: "
+                      f'pip install -e ".[{extras}]" (from GEM\'s clone).', markup=False)

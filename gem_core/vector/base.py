@@ -45,6 +45,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import secrets
+import time
 from collections.abc import Callable, Mapping, Sequence
 from enum import Enum
 from typing import Any, ClassVar
@@ -66,8 +67,11 @@ FAULT = "fault"
 BatchStep = tuple[list[str], np.ndarray, np.ndarray, np.ndarray, list[dict[str, Any]]]
 BatchReset = tuple[list[str], list[dict[str, Any]]]
 
-# How a slot's calls run: in the caller's thread, in a worker thread, or awaited.
-INLINE, THREAD, AWAIT = "inline", "thread", "await"
+# How a slot's calls run: in the caller's thread, in a worker thread, or awaited; or, in async mode
+# for an environment that does not declare ``blocking``, inline while its first calls are timed.
+INLINE, THREAD, AWAIT, PROBE = "inline", "thread", "await", "probe"
+PROBE_CALLS = 3  # calls timed before a probed environment's route is settled
+PROBE_WAIT_S = 0.0005  # mean time per call spent waiting (wall minus CPU) that sends calls to threads
 
 
 class AutoresetMode(str, Enum):
@@ -78,7 +82,7 @@ class AutoresetMode(str, Enum):
 
 
 class _Slot:
-    __slots__ = ("index", "env_id", "factory", "env", "route", "next_seed", "needs_reset")
+    __slots__ = ("index", "env_id", "factory", "env", "route", "next_seed", "needs_reset", "timed", "waited", "busy")
 
     def __init__(self, index: int, env_id: str, factory: Callable[[], Env]):
         self.index, self.env_id, self.factory = index, env_id, factory
@@ -86,6 +90,7 @@ class _Slot:
         self.route = INLINE
         self.next_seed = 0
         self.needs_reset = True
+        self.timed, self.waited, self.busy = 0, 0.0, 0.0  # probed calls, their wait and CPU seconds
 
 
 class VectorEnv:
@@ -296,6 +301,14 @@ class VectorEnv:
         exactly as in the other execution paths.
         """
         slot = self._slots[index]
+        if slot.route == PROBE:
+            started, cpu_started = time.perf_counter(), time.thread_time()
+            slot.route = INLINE  # for the call itself
+            try:
+                return self._inline_row(index, action)
+            finally:
+                slot.route = PROBE
+                self._timed(slot, started, cpu_started)
         env = slot.env
         if slot.needs_reset or env is None:
             call = self._step_call(index, action)
@@ -355,11 +368,35 @@ class VectorEnv:
             slot.route = AWAIT
         elif self.step_timeout is not None or (self.concurrent and kind == THREAD):
             slot.route = THREAD
+        elif self.concurrent and declared_blocking(env) is None:
+            slot.route, slot.timed, slot.waited, slot.busy = PROBE, 0, 0.0, 0.0
         else:
             slot.route = INLINE
+        self._count_routes()
+
+    def _count_routes(self) -> None:
         built = [s for s in self._slots if s.env is not None]
-        self._all_inline = all(s.route == INLINE for s in built)
+        self._all_inline = all(s.route in (INLINE, PROBE) for s in built)
         self._threaded = sum(s.route == THREAD for s in built)
+
+    def _timed(self, slot: _Slot, started: float, cpu_started: float) -> None:
+        """Account for a probed call that started at ``started`` (wall) and ``cpu_started`` (this
+        thread's CPU time); after :data:`PROBE_CALLS` calls, settle the slot's route: threads for an
+        environment that mostly waits (a sleep, a subprocess, a socket), inline otherwise."""
+        busy = time.thread_time() - cpu_started
+        slot.timed += 1
+        slot.busy += busy
+        slot.waited += max(0.0, time.perf_counter() - started - busy)
+        if slot.timed < PROBE_CALLS:
+            return
+        if slot.waited / slot.timed >= PROBE_WAIT_S and slot.waited > slot.busy:
+            slot.route = THREAD
+            logger.info("Slot %d (%s) waits %.2g ms per call: its calls now run in worker threads "
+                        "(declare `blocking` on the environment to decide this yourself).",
+                        slot.index, slot.env_id, 1e3 * slot.waited / slot.timed)
+        else:
+            slot.route = INLINE
+        self._count_routes()
 
     # ---- execution --------------------------------------------------------------------------
 
@@ -390,7 +427,7 @@ class VectorEnv:
             coroutine = self._await_calls(awaited, self.step_timeout)
             pending_async = self._loop.submit(coroutine)
         for call in inline:
-            run(self._slots[call.slot].env, call)  # type: ignore[arg-type]
+            self._run_inline(call)
         if threaded and not countdown.wait(self.step_timeout):
             for call in threaded:
                 if call.settle("waiter"):
@@ -408,7 +445,7 @@ class VectorEnv:
             self._submit(call, countdown.count_down)
         awaiting = asyncio.ensure_future(self._await_calls(awaited, self.step_timeout)) if awaited else None
         for call in inline:
-            run(self._slots[call.slot].env, call)  # type: ignore[arg-type]
+            self._run_inline(call)
         if threaded:
             done, _ = await asyncio.wait({all_threaded_done}, timeout=self.step_timeout)
             if not done:
@@ -418,6 +455,15 @@ class VectorEnv:
                         call.timed_out = True
         if awaiting is not None:
             await awaiting
+
+    def _run_inline(self, call: Call) -> None:
+        slot = self._slots[call.slot]
+        if slot.route != PROBE:
+            run(slot.env, call)  # type: ignore[arg-type]
+            return
+        started, cpu_started = time.perf_counter(), time.thread_time()
+        run(slot.env, call)  # type: ignore[arg-type]
+        self._timed(slot, started, cpu_started)
 
     async def _await_calls(self, calls: list[Call], timeout: float | None) -> None:
         tasks = [asyncio.ensure_future(arun(self._slots[c.slot].env, c)) for c in calls]  # type: ignore[arg-type]
@@ -554,6 +600,19 @@ class AsyncVectorEnv(VectorEnv):
     inline in the caller's thread, paying no thread hop."""
 
     concurrent = True
+
+
+def declared_blocking(env: Env) -> bool | None:
+    """Whether ``env`` says it blocks: True when ``env.blocking`` is, False when its class (or a
+    base below :class:`Env`) sets ``blocking = False`` itself, None when nothing says."""
+    if env.blocking:
+        return True
+    for cls in type(env.unwrapped).__mro__:
+        if cls is Env:
+            return None
+        if "blocking" in vars(cls):
+            return bool(vars(cls)["blocking"])
+    return None
 
 
 def execution_kind(env: Env) -> str:

@@ -2,7 +2,7 @@
 
 import json
 
-from tests.helpers import gem_command
+from tests.helpers import gem_command, run_python
 
 
 def test_help_on_every_command():
@@ -81,3 +81,15 @@ def test_play_reads_as_one_story_when_input_is_piped():
     last_turn = out[out.index("turn 4"):]
     assert "Game over." in last_turn and "Enter your guess." not in last_turn
     assert "(not solved) with return +0.111" in out and "partial credit" in out
+
+
+def test_envs_shows_which_extra_an_environment_still_needs():
+    hidden = run_python("""
+        import sys
+        sys.modules["reasoning_gym"] = None  # as if the envs extra were not installed
+        from gem_core.cli import main
+        main(["envs", "rg:leg_counting"])
+    """)
+    assert "needs [envs]" in hidden.stdout and 'pip install -e ".[envs]"' in hidden.stdout, hidden.stderr
+    listed = gem_command("envs", "rg:leg_counting", "--json")
+    assert json.loads(listed.stdout)[0]["missing_extras"] == []  # installed here

@@ -39,9 +39,13 @@ def test_train_runs_from_flags_and_a_config_file(tiny_model_dir: Path, tmp_path:
     config = tmp_path / "run.yaml"
     config.write_text(f"model: {tiny_model_dir}\nestimator: reinforce\ngamma: 0.99\nlora: false\n")
     out = tmp_path / "run"
-    result = gem_command("train", "--config", str(config), "--output-dir", str(out), *TINY_RUN)
+    with_progress = [flag for flag in TINY_RUN if flag != "--no-progress"]
+    result = gem_command("train", "--config", str(config), "--output-dir", str(out), *with_progress)
     assert result.returncode == 0, result.stderr
     assert "Metrics:" in result.stdout and "learning_curve.png" in result.stdout
+    # output is not a terminal: what each step is doing comes as lines, not a silent bar
+    assert "playing a first batch" in result.stdout
+    assert "step 1: playing" in result.stdout and "step 1: training on" in result.stdout
     saved = (out / "config.yaml").read_text()
     assert "estimator: reinforce" in saved and "gamma: 0.99" in saved and "steps: 1" in saved
     assert (out / "checkpoint" / "model" / "config.json").exists()

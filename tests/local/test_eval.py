@@ -127,3 +127,70 @@ def test_a_slot_that_never_starts_is_quarantined_and_reported(server: ChatServer
     [quarantined] = env["quarantined"]
     assert quarantined["slot"] == 1 and quarantined["seeds"] == [1, 4, 7]
     assert "no task for seed 7" in quarantined["errors"][-1]
+
+
+def test_progress_lines_and_episodes_as_they_finish_when_output_is_not_a_terminal(server: ChatServer, tmp_path: Path):
+    out = tmp_path / "eval"
+    result = gem_command("eval", "--base-url", server.base_url, "--model", "tiny-chat", "--env", GTN,
+                         "--episodes", "4", "--concurrency", "2", "--max-new-tokens", "4",
+                         "--output-dir", str(out), env={"OPENAI_API_KEY": "sk-test"})
+    assert result.returncode == 0, result.stderr
+    progress = [line for line in result.stdout.splitlines() if line.startswith(f"{GTN}: ")]
+    assert [line.split()[1] for line in progress] == ["1/4", "2/4", "3/4", "4/4"]
+    assert len((out / "episodes.jsonl").read_text().splitlines()) == 4
+
+
+@pytest.fixture(scope="module")
+def slow_server(tiny_model_dir: Path):
+    with ChatServer(tiny_model_dir, "tiny-chat", delay=1.0) as running:
+        yield running
+
+
+def test_sigterm_writes_the_report_of_the_episodes_that_finished(slow_server: ChatServer, tmp_path: Path):
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    out = tmp_path / "eval"
+    command = [sys.executable, "-m", "gem_core.cli", "eval", "--base-url", slow_server.base_url, "--model",
+               "tiny-chat", "--env", GTN, "--episodes", "40", "--concurrency", "2", "--max-new-tokens", "4",
+               "--output-dir", str(out), "--no-progress"]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    episodes = out / "episodes.jsonl"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and (not episodes.exists() or len(episodes.read_text().splitlines()) < 2):
+        time.sleep(0.2)
+    process.send_signal(signal.SIGTERM)
+    _, stderr = process.communicate(timeout=60)
+    assert process.returncode == 1 and "Interrupted" in stderr and "Traceback" not in stderr, stderr
+    report = json.loads((out / "report.json").read_text())
+    written = len(episodes.read_text().splitlines())
+    assert report["interrupted"] is True and 2 <= written < 40
+    assert report["environments"][0]["episodes"] == written  # every finished episode is counted, none lost
+
+
+def test_a_request_past_the_timeout_stops_with_a_clear_error(slow_server: ChatServer, tmp_path: Path):
+    result = gem_command("eval", "--base-url", slow_server.base_url, "--model", "tiny-chat", "--env", GTN,
+                         "--episodes", "1", "--max-new-tokens", "4", "--timeout", "0.3",
+                         "--output-dir", str(tmp_path / "eval"), "--no-progress")
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert "no answer within --timeout 0.3 s" in result.stderr, result.stderr
+
+
+def test_the_report_plot_fits_its_title_and_any_number_of_environments(monkeypatch: pytest.MonkeyPatch,
+                                                                        tmp_path: Path):
+    import gem_adapters.local.evaluate as evaluate
+
+    drawn = []
+    monkeypatch.setattr(evaluate, "save_figure", lambda fig, path, title: drawn.append((fig, title)) or path)
+    long_title = "/root/.cache/gem-adapters/models/SmolLM2-135M-Instruct at http://127.0.0.1:8000/v1 " * 2
+    for count in (1, 8):
+        reports = [evaluate.EnvReport(f"rg:task_{i}", 16, 0.1 * i - 0.2, 0.05, 0.5, 1.0, 0.0, 1.0)
+                   for i in range(count)]
+        evaluate.plot_report(reports, tmp_path / "report.png", title=long_title)
+    (one, title), (many, _) = drawn
+    assert all(len(line) <= 100 for line in title.splitlines()) and len(title.splitlines()) >= 2
+    assert many.get_figheight() > one.get_figheight()  # a row per environment
+    labels = [label.get_text() for label in many.axes[0].get_yticklabels()]
+    assert labels[0] == "rg:task_0\n16 episodes" and len(labels) == 8

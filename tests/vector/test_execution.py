@@ -116,3 +116,43 @@ def test_mixed_slots_keep_their_order(mode):
         assert [o[-1] for o in obs] == list("vwxyz")
         obs, *_ = vec.step(list("zyx"), indices=[4, 2, 0])
         assert [o[-1] for o in obs] == list("zyx")
+
+
+class UndeclaredWaiter(Countdown):
+    """Waits 5 ms per step without declaring ``blocking`` (as a subprocess or socket call would)."""
+
+    def step(self, action):
+        threading.Event().wait(0.005)
+        return super().step(action)
+
+
+class DeclaredCheap(Countdown):
+    blocking = False
+
+
+def routes(vec):
+    return [slot.route for slot in vec._slots]
+
+
+def test_an_undeclared_environment_that_waits_moves_to_threads_after_its_first_calls():
+    with gem_core.make_vec(lambda: UndeclaredWaiter(length=None), 4, mode="async") as vec:
+        vec.reset()
+        assert routes(vec) == ["probe"] * 4
+        for _ in range(3):
+            vec.step(["a"] * 4)
+        assert routes(vec) == ["thread"] * 4
+        vec.step(["a"] * 4)
+        threads = {t for env in vec.envs for t in env.threads[-1:]}
+    assert threading.get_ident() not in threads  # its calls now run in worker threads
+
+
+def test_cheap_or_declared_environments_stay_inline():
+    with gem_core.make_vec(lambda: Countdown(length=None), 2, mode="async") as cheap, \
+            gem_core.make_vec(DeclaredCheap, 2, mode="async") as declared, \
+            gem_core.make_vec(UndeclaredWaiter, 2, mode="sync") as sync:
+        for vec in (cheap, declared, sync):
+            vec.reset()
+            for _ in range(4):
+                vec.step(["a"] * 2)
+        assert routes(cheap) == ["inline"] * 2  # probed, then kept inline
+        assert routes(declared) == ["inline"] * 2 and routes(sync) == ["inline"] * 2  # never probed

@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# Packaging check: build the sdist and the wheel, install the wheel (not editable) with the `envs`
+# and `tools` extras into a fresh virtual environment, and use one environment of every pack that
+# reads files shipped as package data. An editable install reads the source tree and would hide a
+# file the wheel forgets.
+#
+# The virtual environment sees this environment's packages (--system-site-packages), so the
+# extras' requirements are already satisfied and nothing is downloaded; the check asserts that GEM
+# itself is imported from the wheel, never from the source tree.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+
+python -m build --sdist --wheel --outdir "$work/dist" . >"$work/build.log" 2>&1 || { cat "$work/build.log"; exit 1; }
+if grep -i "deprecat" "$work/build.log"; then echo "the build warns of something deprecated (above)"; exit 1; fi
+tar -tzf "$work"/dist/*.tar.gz >"$work/sdist.txt"
+grep -q "envs_plugins/game/data/english_words.txt.gz" "$work/sdist.txt" || { echo "the sdist lacks the game data"; exit 1; }
+python -m venv --system-site-packages "$work/venv"
+wheel="$(ls "$work"/dist/*.whl)"
+"$work/venv/bin/python" -m pip install -q --no-deps "$wheel"
+"$work/venv/bin/python" -m pip install -q "${wheel}[envs,tools]"
+
+cd "$work"   # away from the source tree
+"$work/venv/bin/python" - "$work/venv" <<'PY'
+import sys
+
+import gem_core, gem_envs, gem_adapters
+
+for module in (gem_core, gem_envs, gem_adapters):
+    assert module.__file__.startswith(sys.argv[1]), f"{module.__name__} comes from {module.__file__}, not the wheel"
+
+checks = {  # one environment per pack whose files ship as package data
+    "game:Wordle-v0": {}, "game:Hangman-v0": {}, "game:Sudoku-v0-hard": {}, "game:Sokoban-v0": {},
+    "game:Crosswords-v0": {}, "game:WordSearch-v0": {}, "rg:leg_counting": {}, "qa:Almanac-v0": {},
+    "terminal:csv-column-sum-v0": {},
+}
+for env_id, options in checks.items():
+    env = gem_core.make(env_id, **options)
+    observation, info = env.reset(seed=0)
+    env.step(env.sample_random_action())
+    env.close()
+    print(f"ok  {env_id}")
+
+from gem_core.tools.retrieval import SAMPLE_CORPUS
+
+assert SAMPLE_CORPUS.is_file(), SAMPLE_CORPUS
+print("ok  the search tool's sample corpus")
+PY
+"$work/venv/bin/gem" plugins | tee "$work/plugins.txt"
+for pack in game rg math code qa terminal local verl; do
+    grep -q "^$pack\b\|\b$pack\b" "$work/plugins.txt" || { echo "gem plugins does not list $pack"; exit 1; }
+done
+echo "package check passed"
