@@ -28,7 +28,7 @@ from gem_core.errors import (
     UnknownEnvError,
 )
 
-_ID_PATTERN = re.compile(r"^[A-Za-z0-9_.\-]+:[^\s:]+$")
+_ID_PATTERN = re.compile(r"^[A-Za-z0-9_.\-]+(:[^\s:]+)?$")  # the category is optional (gem-llm's "sokoban")
 
 
 @dataclass(frozen=True)
@@ -71,8 +71,8 @@ class EnvSpec:
 
     @property
     def category(self) -> str:
-        """The part of the id before the colon, e.g. ``game``."""
-        return self.id.split(":", 1)[0]
+        """The part of the id before the colon, e.g. ``game`` (empty for an id without one)."""
+        return self.id.split(":", 1)[0] if ":" in self.id else ""
 
     @property
     def entry_point_name(self) -> str:
@@ -131,7 +131,7 @@ def build_spec(
     """Validate a registration and return its spec (without adding it)."""
     if not isinstance(id, str) or not _ID_PATTERN.match(id):
         raise InvalidRegistrationError(
-            f"Invalid environment id {id!r} (from {source}): ids look like 'category:Name-v0'."
+            f"Invalid environment id {id!r} (from {source}): ids look like 'category:Name-v0' (or 'name' alone, as gem-llm allows)."
         )
     if isinstance(entry_point, str):
         module, _, attr = entry_point.partition(":")
@@ -185,12 +185,17 @@ def list_envs(pattern: str | None = None) -> list[EnvSpec]:
     return [s for s in specs if needle in s.id.lower()]
 
 
-def make(id: str, **kwargs: Any) -> Env:
+def make(id: str | None = None, **kwargs: Any) -> Env:
     """Make the environment registered under ``id``.
 
     Keyword arguments override the spec's constructor defaults; a keyword the constructor does
     not accept raises :class:`~gem_core.errors.EnvArgumentError` listing the accepted ones.
+    ``make(env_id=...)``, gem-llm's spelling, names the id too.
     """
+    if id is None:
+        if "env_id" not in kwargs:
+            raise GemError("make() needs an environment id: make('game:GuessTheNumber-v0'); `gem envs` lists them.")
+        id = kwargs.pop("env_id")
     return _make_from_spec(spec(id), kwargs)
 
 

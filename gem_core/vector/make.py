@@ -25,6 +25,8 @@ def make_vec(
     mode: str = "sync",
     autoreset: str | AutoresetMode = "next_step",
     step_timeout: float | None = None,
+    async_mode: bool | None = None,
+    vec_kwargs: Sequence[Mapping[str, Any]] | None = None,
     **env_kwargs: Any,
 ) -> VectorEnv:
     """Make a vector environment.
@@ -40,8 +42,14 @@ def make_vec(
     environments run concurrently; cheap ones inline).
     ``autoreset``: ``"next_step"`` or ``"same_step"``; ``step_timeout``: seconds after which a
     slot's call is abandoned and reported as a fault (see :mod:`gem_core.vector.base`).
-    Other keywords go to every environment's constructor.
+    Other keywords go to every environment's constructor; ``vec_kwargs`` (one mapping per slot)
+    adds keywords to one slot's constructor. gem-llm's spellings work too: ``async_mode=True``
+    for ``mode="async"``, and ``wrappers`` as a list of callables ``env -> env``.
     """
+    if async_mode is not None:
+        if mode != "sync":
+            raise GemError("Give either mode= or async_mode= (gem-llm's spelling), not both.")
+        mode = "async" if async_mode else "sync"
     if isinstance(env_ids_or_id, str) or callable(env_ids_or_id):
         if num_envs is None:
             num_envs = 1
@@ -60,16 +68,19 @@ def make_vec(
     except (KeyError, TypeError):
         raise GemError(f"mode must be 'sync' or 'async', got {mode!r}.") from None
 
-    wrap = chain_factory(wrappers, wrapper_options)
+    if vec_kwargs is not None and (isinstance(vec_kwargs, (str, Mapping)) or len(vec_kwargs) != len(entries)):
+        raise GemError(f"vec_kwargs needs one mapping of constructor keywords per slot ({len(entries)}).")
+    wrap = _callables_chain(wrappers) if _are_callables(wrappers) else chain_factory(wrappers, wrapper_options)
     factories: list[Callable[[], Env]] = []
     names: list[str | None] = []
-    for entry in entries:
+    for slot, entry in enumerate(entries):
         if isinstance(entry, str):
             spec(entry)  # an unknown id fails here, naming the closest ids
-            factories.append(functools.partial(_make_wrapped, entry, env_kwargs, wrap))
+            kwargs = {**env_kwargs, **(vec_kwargs[slot] if vec_kwargs is not None else {})}
+            factories.append(functools.partial(_make_wrapped, entry, kwargs, wrap))
             names.append(entry)
         elif callable(entry):
-            if env_kwargs:
+            if env_kwargs or vec_kwargs:
                 raise GemError(f"Constructor keywords ({', '.join(sorted(env_kwargs))}) apply to "
                                "registered ids only; bind them into your factory instead.")
             factories.append(functools.partial(_call_wrapped, entry, wrap))
@@ -77,6 +88,25 @@ def make_vec(
         else:
             raise GemError(f"Expected an environment id or a factory, got {entry!r}.")
     return env_class(factories, env_ids=names, seed=seed, autoreset=autoreset, step_timeout=step_timeout)
+
+
+def _are_callables(wrappers: Any) -> bool:
+    """Whether ``wrappers`` is a list of wrapper callables (gem-llm's form) rather than names."""
+    if isinstance(wrappers, (str, bytes)) or not isinstance(wrappers, Sequence) or not wrappers:
+        return False
+    given = [callable(w) and not isinstance(w, (str, tuple)) for w in wrappers]
+    if any(given) and not all(given):
+        raise GemError("wrappers mixes callables with wrapper names; give one kind or the other.")
+    return all(given)
+
+
+def _callables_chain(wrappers: Sequence[Callable[[Env], Env]]) -> Callable[[Env], Env]:
+    def wrap(env: Env) -> Env:
+        for wrapper in wrappers:
+            env = wrapper(env)
+        return env
+
+    return wrap
 
 
 def _make_wrapped(env_id: str, kwargs: dict[str, Any], wrap: Callable[[Env], Env]) -> Env:

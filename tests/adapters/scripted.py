@@ -1,14 +1,8 @@
-"""Scripted players and environments shared by the adapter stages: a Guess The Number player, and
-an environment that raises mid-episode (with a fixture that registers it)."""
+"""A scripted Guess The Number player shared by the adapter stages."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-
-import pytest
-
-import gem_core
-from gem_core import Env
 
 
 @dataclass
@@ -32,26 +26,3 @@ class Guesser:
         answer = f"I guess \\boxed{{{self.last}}}."
         self.answers.append(answer)
         return answer
-
-
-class FailsOnSecondStep(Env):
-    """Rewards its first turn with 0.25, then raises."""
-
-    def reset(self, seed=None, **options):
-        super().reset(seed)
-        self.turn = 0
-        return "Say anything.", {}
-
-    def step(self, action):
-        self.turn += 1
-        if self.turn == 2:
-            raise RuntimeError("disk on fire")
-        return "Again.", 0.25, False, False, {}
-
-
-@pytest.fixture
-def failing_env():
-    """The id of :class:`FailsOnSecondStep`, registered for the test."""
-    gem_core.register("test:FailsOnSecondStep-v0", FailsOnSecondStep)
-    yield "test:FailsOnSecondStep-v0"
-    gem_core.registry.deregister("test:FailsOnSecondStep-v0")

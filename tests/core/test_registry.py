@@ -54,7 +54,7 @@ def test_duplicate_registration_names_both_sources():
         deregister("test:Dup-v0")
 
 
-@pytest.mark.parametrize("bad_id", ["no-colon", "two words:x", "", "a:b c", ":Name-v0"])
+@pytest.mark.parametrize("bad_id", ["two words:x", "", "a:b c", ":Name-v0", "a:b:c", "no colon"])
 def test_malformed_ids_are_refused(bad_id):
     with pytest.raises(InvalidRegistrationError):
         gem_core.register(bad_id, "m:C")

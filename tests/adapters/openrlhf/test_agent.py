@@ -19,6 +19,7 @@ from openrlhf.utils.agent import MultiTurnAgentExecutor
 
 import gem_core
 from gem_core.wrappers.observation import as_seen  # observations as adapters show them
+from tests.adapters import failing
 from gem_adapters.common.options import EpisodeOptions
 from gem_adapters.common.settings import RunSettings
 from gem_adapters.common.turns import turn_end_positions
@@ -26,7 +27,6 @@ from gem_adapters.openrlhf.config import agent_file_text
 from gem_adapters.openrlhf.labels import decode_label, encode_label
 from gem_core import GemError
 from tests.adapters.openrlhf.conftest import Guesser, SamplingParams
-from tests.adapters.scripted import failing_env  # noqa: F401 - a fixture
 
 EASY = "game:GuessTheNumber-v0-easy"
 MAX_LEN = 2048
@@ -126,6 +126,12 @@ def test_the_episode_budget_of_openrlhf_ends_the_episode(tmp_path, engine_for, s
     assert experience.sequences.shape[1] <= 200
 
 
+@pytest.fixture
+def failing_env():
+    with failing.registered() as env_id:
+        yield env_id
+
+
 def test_an_env_that_raises_mid_episode_ends_truncated_and_the_batch_goes_on(tmp_path, engine_for, smollm2_tokenizer,
                                                                              failing_env, caplog):
     executor = _load_agent_executor(str(agent_file(tmp_path)))
@@ -138,9 +144,9 @@ def test_an_env_that_raises_mid_episode_ends_truncated_and_the_batch_goes_on(tmp
 
     failed, fine = asyncio.run(batch())
     assert decode_label(failed["label"])["stop"] == "env_error"
-    assert decode_label(failed["label"])["turn_rewards"] == [0.25, 0.0]
+    assert decode_label(failed["label"])["turn_rewards"] == [failing.FIRST_REWARD, 0.0]
     assert decode_label(fine["label"])["stop"] in ("terminated", "truncated")
-    assert "disk on fire" in caplog.text
+    assert failing.MESSAGE in caplog.text
 
 
 def test_a_tool_wrapped_environment(tmp_path, engine_for, smollm2_tokenizer):

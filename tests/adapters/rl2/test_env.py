@@ -23,7 +23,7 @@ from gem_adapters.common.turns import turn_end_positions
 from gem_adapters.rl2.advantages import gem_advantages
 from gem_adapters.rl2.config import env_file_text, write_run
 from tests.adapters.rl2.conftest import EASY, ScriptedModel
-from tests.adapters.scripted import failing_env  # noqa: F401 - a fixture
+from tests.adapters import failing
 
 
 @pytest.fixture
@@ -136,15 +136,16 @@ def test_wrappers_apply_and_max_turns_ends_the_episode(tmp_path, rl2_rollout, sm
 
 
 def test_an_env_that_raises_mid_episode_ends_truncated_and_the_batch_goes_on(tmp_path, rl2_rollout, smollm2_tokenizer,
-                                                                             smollm2_tokenizer_dir, failing_env, caplog):
+                                                                             smollm2_tokenizer_dir, caplog):
     written = write_run(settings(tmp_path, smollm2_tokenizer_dir))
-    data = [{"extra_info": {"env_id": failing_env, "seed": 0}}, rows(written)[0]]
-    tensor_dict, cu_seqs = rl2_rollout(written.file, ScriptedModel(smollm2_tokenizer))(data, True, 1)
+    with failing.registered() as failing_env:
+        data = [{"extra_info": {"env_id": failing_env, "seed": 0}}, rows(written)[0]]
+        tensor_dict, cu_seqs = rl2_rollout(written.file, ScriptedModel(smollm2_tokenizer))(data, True, 1)
     failed = tensor_dict["rewards"][0][turn_end_positions(tensor_dict["action_mask"][0])]
-    assert failed.tolist() == [0.25, 0.0]  # ended at the failing step, reward 0
+    assert failed.tolist() == [failing.FIRST_REWARD, 0.0]  # ended at the failing step, reward 0
     fine = tensor_dict["rewards"][1][turn_end_positions(tensor_dict["action_mask"][1])]
     assert fine[-1] > 0
-    assert "disk on fire" in caplog.text
+    assert failing.MESSAGE in caplog.text
 
 
 def test_an_episode_rl2_cuts_at_its_own_max_turns_closes_its_environment(tmp_path, rl2_rollout, smollm2_tokenizer,

@@ -16,6 +16,7 @@ import pytest
 
 import gem_core
 from gem_core.wrappers.observation import as_seen  # observations as adapters show them
+from tests.adapters import failing
 from gem_adapters.roll import PREFIX
 from gem_adapters.roll.bridge import RollEnv, register_envs, roll_env_id
 from gem_core import GemError
@@ -127,35 +128,20 @@ def test_wrappers_and_tools(gem):
     env.close()
 
 
-class FailsAtTurnTwo(gem_core.Env):
-    def reset(self, seed=None, **options):
-        super().reset(seed)
-        self.turn = 0
-        return "start", {}
-
-    def step(self, action):
-        self.turn += 1
-        if self.turn == 2:
-            raise RuntimeError("backend went away")
-        return "go on", 0.5, False, False, {}
-
-
 def test_an_environment_that_fails_ends_its_episode_truncated(gem, caplog):
-    gem_core.register("test:FailsAtTurnTwo-v0", FailsAtTurnTwo)
-    try:
-        assert register_envs() == 1
-        env = gem.make(env_id=roll_env_id("test:FailsAtTurnTwo-v0"), **{})
-        history, terminated, truncated = play_as_roll(env, 0, ["a", "b", "c"])
-        assert terminated and truncated and len(history) == 3
-        assert [record["reward"] for record in history[:-1]] == [0.5, 0.0]
-        assert history[1]["metrics"]["env_error"] == 1.0
-        assert "backend went away" in caplog.text
-    finally:
-        from gem.envs.registration import ENV_REGISTRY
-        from gem_core.registry import deregister
+    from gem.envs.registration import ENV_REGISTRY
 
-        deregister("test:FailsAtTurnTwo-v0")
-        ENV_REGISTRY.pop(roll_env_id("test:FailsAtTurnTwo-v0"), None)
+    with failing.registered() as env_id:
+        try:
+            assert register_envs() == 1
+            env = gem.make(env_id=roll_env_id(env_id), **{})
+            history, terminated, truncated = play_as_roll(env, 0, ["a", "b", "c"])
+            assert terminated and truncated and len(history) == 3
+            assert [record["reward"] for record in history[:-1]] == [failing.FIRST_REWARD, 0.0]
+            assert history[1]["metrics"]["env_error"] == 1.0
+            assert failing.MESSAGE in caplog.text
+        finally:
+            ENV_REGISTRY.pop(roll_env_id(env_id), None)
 
 
 @pytest.mark.parametrize("config, message", [

@@ -13,6 +13,7 @@ import torch
 
 import gem_core
 from gem_core.wrappers.observation import as_seen  # observations as adapters show them
+from tests.adapters import failing
 from gem_core import Env, GemError
 from tests.adapters.verl.conftest import ScriptedServer, compose_config, make_agent_loop
 
@@ -329,33 +330,16 @@ def test_rewards_need_one_run_of_model_tokens_per_turn():
         rewards_on_turn_ends([1, 0, 1], [0.1, 0.2, 0.3])
 
 
-class FlakyEnv(gem_core.Env):
-    """Answers the first turn, then fails as user code can."""
-
-    def reset(self, seed=None, **options):
-        super().reset(seed)
-        self.turn = 0
-        return "Guess a number in \\boxed{}.", {}
-
-    def step(self, action):
-        self.turn += 1
-        if self.turn == 2:
-            raise RuntimeError("the puzzle server went away")
-        return "Lower. Guess again.", 0.25, False, False, {}
-
-
 def test_an_environment_failing_mid_episode_ends_it_truncated(run_config, chat_tokenizer, caplog):
-    if "test:FlakyEnv-v0" not in {spec.id for spec in gem_core.list_envs("test:*")}:
-        gem_core.register("test:FlakyEnv-v0", FlakyEnv)
-    with caplog.at_level("ERROR", logger="gem_adapters"):
-        output, server = play(run_config, chat_tokenizer, lambda prompt: "\\boxed{3}", row("test:FlakyEnv-v0", 4))
+    with failing.registered() as env_id, caplog.at_level("ERROR", logger="gem_adapters"):
+        output, server = play(run_config, chat_tokenizer, lambda prompt: "\\boxed{3}", row(env_id, 4))
     assert output.extra_fields["gem_stop"] == "env_error"
-    assert output.turn_rewards == [0.25, 0.0] and len(server.calls) == 2
+    assert output.turn_rewards == [failing.FIRST_REWARD, 0.0] and len(server.calls) == 2
     assert len(runs(output.response_mask)) == 2  # both turns are trained on, the failure with reward 0
-    assert "the puzzle server went away" in caplog.text and "test:FlakyEnv-v0" in caplog.text
+    assert failing.MESSAGE in caplog.text and env_id in caplog.text
 
 
-class NeverStarts(FlakyEnv):
+class NeverStarts(failing.FailsAtTurnTwo):
     def reset(self, seed=None, **options):
         raise OSError(f"no puzzle for seed {seed}")
 

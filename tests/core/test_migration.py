@@ -1,0 +1,77 @@
+"""Code written against gem-llm's public API runs here: its spellings of make, make_vec, ids and
+wrappers, on game, ReasoningGym and dataset ids, and a third-party env registered without a
+category (as ROLL registers "sokoban")."""
+
+from __future__ import annotations
+
+import pytest
+
+import gem_core
+from gem_core import Env, GemError, Wrapper
+
+
+def test_make_with_env_id_as_a_keyword():
+    env = gem_core.make(env_id="game:GuessTheNumber-v0-easy", max_turns=3)
+    observation, _ = env.reset(seed=0)
+    assert "3 guesses" in observation
+    with pytest.raises(GemError, match="needs an environment id"):
+        gem_core.make()
+
+
+def test_reasoning_gym_and_dataset_ids_with_their_keywords():
+    env = gem_core.make(env_id="rg:leg_counting")
+    observation, _ = env.reset(seed=3)
+    assert observation and env.step("\\boxed{" + env.entry["answer"] + "}")[1] == 1.0
+    rows = [{"problem": "What is 2+3?", "answer": "5"}]
+    math_env = gem_core.make("math:GSM8K", dataset=rows)
+    math_env.reset(seed=0)
+    assert math_env.step("\\boxed{5}")[1] == 1.0
+
+
+class Sokoban(Env):
+    """A stand-in third-party game with an id that has no category."""
+
+    def reset(self, seed=None, **options):
+        super().reset(seed)
+        return "push", {}
+
+    def step(self, action):
+        return "done", 1.0, True, False, {}
+
+    def sample_random_action(self):
+        return "up"
+
+
+def test_an_id_without_a_category_registers_and_makes():
+    if not gem_core.list_envs("sokoban-migration"):
+        gem_core.register("sokoban-migration", Sokoban)
+    env = gem_core.make(env_id="sokoban-migration")
+    assert env.reset(seed=1)[0] == "push" and gem_core.spec("sokoban-migration").category == ""
+
+
+class Shout(Wrapper):
+    def step(self, action):
+        observation, *rest = self.env.step(action)
+        return (observation.upper(), *rest)
+
+
+def test_make_vec_with_async_mode_per_slot_kwargs_and_callable_wrappers():
+    with gem_core.make_vec(["game:GuessTheNumber-v0-easy"] * 2, async_mode=True,
+                           vec_kwargs=[{"max_turns": 2}, {"max_turns": 5}], wrappers=[Shout]) as vec:
+        observations, _ = vec.reset(seed=0)
+        assert vec.concurrent and "2 guesses" in observations[0] and "5 guesses" in observations[1]
+        observations, *_ = vec.step(["\\boxed{1}", "\\boxed{1}"])
+        assert all(o == o.upper() for o in observations)
+    with pytest.raises(GemError, match="one mapping of constructor keywords per slot"):
+        gem_core.make_vec("game:GuessTheNumber-v0-easy", 2, vec_kwargs=[{}])
+    with pytest.raises(GemError, match="either mode= or async_mode="):
+        gem_core.make_vec("game:GuessTheNumber-v0-easy", mode="async", async_mode=True)
+    with pytest.raises(GemError, match="mixes callables"):
+        gem_core.make_vec("game:GuessTheNumber-v0-easy", wrappers=[Shout, "concat"])
+
+
+def test_a_tool_wrapped_env_driven_by_tool_call_actions():
+    env = gem_core.make("math:GSMSymbolic-v0+Tool")
+    env.reset(seed=0)
+    observation, reward, terminated, _, _ = env.step("<python>print(6 * 7)</python>")
+    assert "42" in observation and not terminated
