@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any
 
@@ -22,7 +22,6 @@ pytest.importorskip("openrlhf", reason="the OpenRLHF adapter tests run in the op
                                        "bash scripts/test.sh")
 
 from tests.adapters.openrlhf import standins  # noqa: E402
-from tests.adapters.scripted import Guesser  # noqa: E402,F401
 from tests.wrappers.conftest import smollm2_tokenizer, smollm2_tokenizer_dir  # noqa: E402,F401
 
 standins.install()
@@ -61,6 +60,28 @@ class ScriptedEngine:
         output = SimpleNamespace(token_ids=ids, text=self.tokenizer.decode(ids, skip_special_tokens=True),
                                  finish_reason=finish, logprobs=None)
         return SimpleNamespace(outputs=[output])
+
+
+@dataclass
+class Guesser:
+    """Plays Guess The Number by bisection, reading 'higher'/'lower' from the last observation."""
+
+    low: int = 1
+    high: int = 10
+    last: int | None = None
+    answers: list[str] = field(default_factory=list)
+
+    def __call__(self, prompt: str) -> str:
+        tail = prompt.rsplit("<|im_start|>user", 1)[-1].lower()
+        if self.last is not None:
+            if "higher" in tail:
+                self.low = self.last + 1
+            elif "lower" in tail:
+                self.high = self.last - 1
+        self.last = (self.low + self.high) // 2
+        answer = f"I guess \\boxed{{{self.last}}}."
+        self.answers.append(answer)
+        return answer
 
 
 @pytest.fixture

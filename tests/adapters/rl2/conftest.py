@@ -12,6 +12,7 @@ disabled.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,7 +22,6 @@ import pytest
 pytest.importorskip("RL2", reason="the RL2 adapter tests run in the rl2 test environment: bash scripts/test.sh")
 
 from tests.adapters import standins  # noqa: E402
-from tests.adapters.scripted import Guesser  # noqa: E402
 from tests.wrappers.conftest import smollm2_tokenizer, smollm2_tokenizer_dir  # noqa: E402,F401
 
 #: What RL2.trainer.ppo imports without calling on the tested paths: the sglang server, router
@@ -55,24 +55,36 @@ def gloo():
     dist.destroy_process_group()
 
 
+def bisection(prompt: str) -> str:
+    """Plays Guess The Number (1 to 10) by bisection, from the conversation so far: each earlier
+    guess and the 'higher'/'lower' that followed it. Episodes with the same first prompt can thus
+    interleave."""
+    low, high = 1, 10
+    for turn in prompt.split("<|im_start|>assistant\n")[1:-1]:  # the answered turns
+        answer, _, feedback = turn.partition("<|im_start|>user")
+        guess = int(re.findall(r"\\boxed\{(\d+)\}", answer)[-1])
+        if "higher" in feedback.lower():
+            low = guess + 1
+        elif "lower" in feedback.lower():
+            high = guess - 1
+    return f"I guess \\boxed{{{(low + high) // 2}}}."
+
+
 @dataclass
 class ScriptedModel:
     """Stands in for RL2's ``async_generate(router_url, states, sampling_params)``: answers with
-    ``answer(prompt text)`` for the episode its prompt starts, tokenized plus ``<|im_end|>``, in
-    sglang's output shape (text without special tokens unless ``skip_special_tokens`` is false;
-    cut at ``max_new_tokens`` with finish reason "length")."""
+    ``answer(prompt text)``, tokenized plus ``<|im_end|>``, in sglang's output shape (text without
+    special tokens unless ``skip_special_tokens`` is false; cut at ``max_new_tokens`` with finish
+    reason "length")."""
 
     tokenizer: Any
-    answer_for: Callable[[], Callable[[str], str]] = Guesser
-    players: dict[str, Callable[[str], str]] = field(default_factory=dict)
+    answer: Callable[[str], str] = bisection
     calls: list[dict[str, Any]] = field(default_factory=list)
 
     async def __call__(self, router_url: str, states: list[int], sampling_params: dict[str, Any]) -> dict[str, Any]:
         prompt = self.tokenizer.decode(states, skip_special_tokens=False)
-        episode = prompt.split("<|im_start|>assistant", 1)[0]  # the first prompt names the episode
-        player = self.players.setdefault(episode, self.answer_for())
         self.calls.append({"states": list(states), "sampling_params": dict(sampling_params)})
-        ids = self.tokenizer.encode(player(prompt), add_special_tokens=False)
+        ids = self.tokenizer.encode(self.answer(prompt), add_special_tokens=False)
         ids.append(self.tokenizer.convert_tokens_to_ids("<|im_end|>"))
         finish = "stop"
         limit = sampling_params.get("max_new_tokens")

@@ -124,11 +124,8 @@ def test_rl2_rollout_plays_gem_episodes_with_each_turns_reward_on_its_last_actio
 def test_wrappers_apply_and_max_turns_ends_the_episode(tmp_path, rl2_rollout, smollm2_tokenizer,
                                                        smollm2_tokenizer_dir):
     written = write_run(settings(tmp_path, smollm2_tokenizer_dir, wrappers=["python_tool"], max_turns=2))
-    def answer_for():
-        script = iter(["<python>print(6 * 7)</python>", "\\boxed{5}"])
-        return lambda prompt: next(script)
-
-    model = ScriptedModel(smollm2_tokenizer, answer_for=answer_for)
+    script = ["<python>print(6 * 7)</python>", "\\boxed{5}"]
+    model = ScriptedModel(smollm2_tokenizer, answer=lambda prompt: script[prompt.count("<|im_start|>assistant") - 1])
     tensor_dict, cu_seqs = rl2_rollout(written.file, model, max_turns=10)(rows(written)[:1], True, 1)
     assert len(turn_end_positions(tensor_dict["action_mask"][0])) == 2  # GEM's max_turns, not RL2's 10
     second = smollm2_tokenizer.decode(model.calls[1]["states"])
