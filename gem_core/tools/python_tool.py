@@ -43,6 +43,10 @@ class PythonTool(Tool):
 
     def __init__(self, *, timeout: float = 5.0, keep_error_last_line: bool = False,
                  allow_unsandboxed: bool = False, **sandbox_options: Any):
+        if "sandbox_type" in sandbox_options:
+            raise ToolConfigError("sandbox_type (gem-llm's) has no meaning here: code always runs in a "
+                                  "bubblewrap sandbox. Remove it; allow_unsandboxed=True runs without one "
+                                  "where bubblewrap is missing.")
         unknown = set(sandbox_options) - set(_SANDBOX_OPTIONS)
         if unknown:
             raise ToolConfigError(f"PythonTool does not accept {', '.join(sorted(unknown))}. "

@@ -33,12 +33,16 @@ class SearchTool(Tool):
     tool_type = "search"
 
     def __init__(self, *, corpus: str | os.PathLike[str] | None = None, url: str | None = None, topk: int = 3,
-                 timeout: float = 5.0, wire: Literal["msgpack", "json"] = "msgpack"):
+                 timeout: float = 5.0, wire: Literal["msgpack", "json"] = "msgpack", search_url: str | None = None):
         if not isinstance(topk, int) or isinstance(topk, bool) or topk <= 0:
             raise ToolConfigError(f"topk must be a positive integer, got {topk!r}.")
         if wire not in ("msgpack", "json"):
             raise ToolConfigError(f"wire must be 'msgpack' or 'json', got {wire!r}.")
         self.topk = topk
+        if search_url is not None:  # gem-llm's name for url
+            if url is not None:
+                raise ToolConfigError("Give url= or search_url= (gem-llm's spelling), not both.")
+            url = search_url
         url = url or (None if corpus is not None else os.environ.get(SEARCH_URL_ENV_VAR))
         if corpus is not None and url is not None:
             raise ToolConfigError("SearchTool takes corpus= or url=, not both.")

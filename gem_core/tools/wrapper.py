@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import inspect
+import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -18,6 +19,8 @@ from gem_core.tools.base import Tool, ToolCall, ToolConfigError, ToolOutput
 ToolSpec = str | tuple[str, Mapping[str, Any]] | Tool
 
 BUDGET_SPENT = "You have used all your tool calls. Give your final answer now."
+
+logger = logging.getLogger("gem_core.tools")
 
 
 class ToolWrapper(Wrapper):
@@ -88,12 +91,17 @@ class ToolWrapper(Wrapper):
             observation = f"{observation}\n{_join([await tool.ainstructions() for tool in self.tools])}"
         return observation, self._start_episode(info)
 
-    def step(self, action: str) -> StepResult:
+    def step(self, action: str, verbose: bool = False) -> StepResult:
+        """A tool call runs the tool; any other action goes to the environment. ``verbose``
+        (gem-llm's) logs the tool call and its result at INFO level."""
         found = self.find_call(action)
         if found is None:
             return self._after_env_step(self.env.step(action))
         tool, call = found
-        return self._after_tool_call(action, tool, call, tool.execute(call))
+        result = tool.execute(call)
+        if verbose:
+            logger.info("Tool call %r -> %r", call, result)
+        return self._after_tool_call(action, tool, call, result)
 
     async def astep(self, action: str) -> StepResult:
         found = self.find_call(action)

@@ -75,3 +75,22 @@ def test_a_tool_wrapped_env_driven_by_tool_call_actions():
     env.reset(seed=0)
     observation, reward, terminated, _, _ = env.step("<python>print(6 * 7)</python>")
     assert "42" in observation and not terminated
+
+
+def test_tool_keywords_of_gem_llm():
+    from gem_core.tools.base import ToolConfigError
+
+    search = gem_core.get_tool("search")
+    with pytest.raises(ToolConfigError, match="not both"):
+        search(url="http://127.0.0.1:1/retrieve", search_url="http://127.0.0.1:2/retrieve")
+    assert search(search_url="http://127.0.0.1:1/retrieve").backend.url.startswith("http://127.0.0.1:1")
+    with pytest.raises(ToolConfigError, match="always runs in a bubblewrap sandbox"):
+        gem_core.get_tool("python")(timeout=3, sandbox_type="none", keep_error_last_line=True)
+
+
+def test_the_tool_wrapper_steps_with_verbose(caplog):
+    env = gem_core.make("math:GSMSymbolic-v0+Tool")
+    env.reset(seed=0)
+    with caplog.at_level("INFO", logger="gem_core.tools"):
+        observation, *_ = env.step("<python>print(6 * 7)</python>", verbose=True)
+    assert "42" in observation and "Tool call" in caplog.text
