@@ -158,7 +158,7 @@ def sandbox_argv(python: Interpreter, program_args: list[str], *, tmp_bytes: int
 
     ``writable_dirs`` are absolute paths that get private tmpfs mounts of ``tmp_bytes`` each,
     writable by the program, like ``/tmp``. ``hidden_dirs`` are host folders the sandbox would
-    show (see :func:`visible`) that it shows empty instead.
+    show (see :func:`visible`; at :meth:`Interpreter.inside`) that it shows empty instead.
 
     With ``drops_privileges=True`` the program itself starts with :data:`DROP_PRIVILEGES`;
     otherwise ``setpriv`` switches users before it starts."""
@@ -180,7 +180,8 @@ def sandbox_argv(python: Interpreter, program_args: list[str], *, tmp_bytes: int
         for path in writable_dirs:
             argv += ["--perms", "1777", "--size", str(tmp_bytes), "--tmpfs", path]
         for path in hidden_dirs:
-            argv += ["--tmpfs", path, "--remount-ro", path]
+            inside = python.inside(path)
+            argv += ["--tmpfs", inside, "--remount-ro", inside]
         for name, fd in files.items():
             argv += ["--file", str(fd), f"{WORKDIR}/{name}"]
         argv += ["--remount-ro", "/", "--chdir", WORKDIR, "--"]
