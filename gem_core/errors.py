@@ -48,6 +48,16 @@ class DuplicateRegistrationError(GemError):
         )
 
 
+#: Constructor keywords of gem-llm's environments that mean nothing here, and what to do instead.
+GEM_LLM_KEYWORDS = {
+    "seed": "seed an episode with reset(seed=...)",
+    "verbose": "environments here print nothing; use logging",
+    "max_workers": "grading and sandboxes size their own worker pools",
+    "sandbox_type": "code always runs in a bubblewrap sandbox",
+    "load_from_cache_file": "datasets are cached by Hugging Face datasets as it always does",
+}
+
+
 class EnvArgumentError(GemError, TypeError):
     """A keyword that the environment's constructor does not accept."""
 
@@ -57,8 +67,10 @@ class EnvArgumentError(GemError, TypeError):
             name if default is _NO_DEFAULT else f"{name}={default!r}"
             for name, default in accepted.items()
         )
+        reasons = "".join(f" {name!r} is gem-llm's: {GEM_LLM_KEYWORDS[name]}."
+                          for name in self.unknown if name in GEM_LLM_KEYWORDS)
         super().__init__(
-            f"{env_id} does not accept {', '.join(map(repr, self.unknown))}. "
+            f"{env_id} does not accept {', '.join(map(repr, self.unknown))}.{reasons} "
             f"Accepted parameters: {listing or '(none)'}."
         )
 

@@ -94,3 +94,15 @@ def test_the_tool_wrapper_steps_with_verbose(caplog):
     with caplog.at_level("INFO", logger="gem_core.tools"):
         observation, *_ = env.step("<python>print(6 * 7)</python>", verbose=True)
     assert "42" in observation and "Tool call" in caplog.text
+
+
+@pytest.mark.parametrize("keyword, reason", [("seed", "reset(seed=...)"), ("max_workers", "worker pools"),
+                                             ("sandbox_type", "bubblewrap"), ("verbose", "logging"),
+                                             ("load_from_cache_file", "Hugging Face datasets")])
+def test_dataset_keywords_of_gem_llm_are_refused_with_a_reason(keyword, reason):
+    from gem_core import EnvArgumentError
+
+    import re
+
+    with pytest.raises(EnvArgumentError, match=f"'{keyword}' is gem-llm's: .*{re.escape(reason)}"):
+        gem_core.make("eval:HumanEval", **{keyword: 1})
