@@ -64,6 +64,13 @@ class Tool:
     #: True when :meth:`execute` waits on a process, a server or the network.
     blocking: bool = True
 
+    def __init__(self, **options: Any):
+        if "num_workers" in options:
+            raise ToolConfigError("num_workers (gem-llm's BaseTool) has no meaning here: blocking tools run "
+                                  "in a shared pool of worker threads. Remove it.")
+        if options:
+            raise ToolConfigError(f"Tool takes no options; got {', '.join(sorted(options))}.")
+
     def instructions(self) -> str:
         """How to call the tool, appended to the first observation of an episode."""
         raise NotImplementedError

@@ -106,3 +106,14 @@ def test_dataset_keywords_of_gem_llm_are_refused_with_a_reason(keyword, reason):
 
     with pytest.raises(EnvArgumentError, match=f"'{keyword}' is gem-llm's: .*{re.escape(reason)}"):
         gem_core.make("eval:HumanEval", **{keyword: 1})
+
+
+def test_a_tool_subclass_passing_num_workers_is_told_why():
+    from gem_core.tools.base import Tool, ToolConfigError
+
+    class Echo(Tool):
+        def __init__(self):
+            super().__init__(num_workers=4)  # as written for gem-llm's BaseTool
+
+    with pytest.raises(ToolConfigError, match="num_workers .* has no meaning here"):
+        Echo()
