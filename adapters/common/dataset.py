@@ -30,12 +30,15 @@ class WrittenSplits:
     longest_prompt: int  # characters of the longest first observation
 
 
+def alternating_starts(env_ids: Sequence[str], first_seed: int, count: int) -> list[Start]:
+    """``count`` starts with the seeds from ``first_seed`` on, the environments taking turns."""
+    return [(env_ids[i % len(env_ids)], first_seed + i) for i in range(count)]
+
+
 def episode_starts(settings: RunSettings) -> tuple[list[Start], list[Start]]:
     """The training and validation starts; their seeds are disjoint."""
-    first = settings.seed
-    seeds = range(first, first + settings.train_size + settings.val_size)
-    starts = [(settings.env_ids[i % len(settings.env_ids)], seed) for i, seed in enumerate(seeds)]
-    return starts[:settings.train_size], starts[settings.train_size:]
+    both = alternating_starts(settings.env_ids, settings.seed, settings.train_size + settings.val_size)
+    return both[:settings.train_size], both[settings.train_size:]
 
 
 def first_observation(env_id: str, seed: int, options: EpisodeOptions) -> str:

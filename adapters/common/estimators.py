@@ -12,6 +12,7 @@ ReBN is also plainly ``rebn``.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 PLAIN_NAMES = ("rebn",)  # GEM estimators also offered under their own name
@@ -59,6 +60,19 @@ def needs_groups(estimator: str) -> bool:
     return False
 
 
+def turn_estimate(estimator: str, rewards: Sequence[Sequence[float]], *, gamma: float, group_ids: Any = None,
+                  all_reduce: Any = None) -> tuple[list[Any], list[Any]]:
+    """``(advantages, returns)`` for per-turn rewards, one float64 array per episode each: the GEM
+    estimator's advantages and the discounted returns ``G_t``. ``group_ids`` and ``all_reduce``
+    as for :func:`token_estimate`."""
+    from gem_core import get_estimator
+    from gem_core.estimators import discounted_returns
+
+    name = gem_estimator(estimator)
+    advantages = get_estimator(name)(rewards, gamma=gamma, group_ids=group_ids, **_reduce_option(name, all_reduce))
+    return advantages, discounted_returns(rewards, gamma=gamma)
+
+
 def token_estimate(estimator: str, token_level_rewards: Any, response_mask: Any, *, gamma: float,
                    group_ids: Any = None, all_reduce: Any = None) -> tuple[Any, Any]:
     """``(advantages, returns)`` for token rows, both shaped like ``token_level_rewards``.
@@ -69,15 +83,20 @@ def token_estimate(estimator: str, token_level_rewards: Any, response_mask: Any,
     batch statistics cover every data-parallel rank, for the estimators that take batch statistics
     (group estimators normalise within each group and ignore it).
     """
-    import inspect
-
-    from gem_core import get_estimator
     from gem_core.estimators import token_advantages
 
     name = gem_estimator(estimator)
-    takes_all_reduce = "all_reduce" in inspect.signature(get_estimator(name)).parameters
-    options = {"all_reduce": all_reduce} if all_reduce is not None and takes_all_reduce else {}
     advantages = token_advantages(name, token_level_rewards, response_mask, gamma=gamma,
-                                  group_ids=group_ids, **options)
+                                  group_ids=group_ids, **_reduce_option(name, all_reduce))
     returns = token_advantages("reinforce", token_level_rewards, response_mask, gamma=gamma)
     return advantages, returns
+
+
+def _reduce_option(name: str, all_reduce: Any) -> dict[str, Any]:
+    """``{"all_reduce": all_reduce}`` for the estimators that take batch statistics, else ``{}``."""
+    import inspect
+
+    from gem_core import get_estimator
+
+    takes_all_reduce = "all_reduce" in inspect.signature(get_estimator(name)).parameters
+    return {"all_reduce": all_reduce} if all_reduce is not None and takes_all_reduce else {}

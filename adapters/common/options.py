@@ -33,9 +33,12 @@ class EpisodeOptions:
     max_tokens_per_turn: int | None = None
 
     @classmethod
-    def from_config(cls, section: Mapping[str, Any] | None, *, where: str = "the `gem` section") -> EpisodeOptions:
+    def from_config(cls, section: Mapping[str, Any] | None, *, where: str = "the `gem` section",
+                    history_in_context: bool = True) -> EpisodeOptions:
         """Read and check a ``gem`` section (a dict or an OmegaConf node; None for defaults).
-        ``where`` names the section in error messages (e.g. "the `gem` section of the verl config")."""
+        ``where`` names the section in error messages (e.g. "the `gem` section of the verl config").
+        ``history_in_context=False`` is for libraries that prompt each turn with its observation
+        alone (oat): there the history wrappers are how the model sees the episode so far."""
         section = dict(section or {})
         unknown = sorted(set(section) - {"wrappers", "max_turns", "max_tokens_per_turn"})
         if unknown:
@@ -44,7 +47,7 @@ class EpisodeOptions:
                 "the accepted keys are 'wrappers', 'max_turns' and 'max_tokens_per_turn'."
             )
         return cls(
-            wrappers=parse_wrappers(section.get("wrappers")),
+            wrappers=parse_wrappers(section.get("wrappers"), history_in_context=history_in_context),
             max_turns=_positive_or_none(section.get("max_turns"), "gem.max_turns"),
             max_tokens_per_turn=_positive_or_none(section.get("max_tokens_per_turn"), "gem.max_tokens_per_turn"),
         )
@@ -54,9 +57,10 @@ class EpisodeOptions:
                 "max_tokens_per_turn": self.max_tokens_per_turn}
 
 
-def parse_wrappers(value: Any) -> tuple[str, ...]:
-    """Wrapper names from a comma string or a list; each must be registered with GEM and must not
-    repeat the conversation history."""
+def parse_wrappers(value: Any, *, history_in_context: bool = True) -> tuple[str, ...]:
+    """Wrapper names from a comma string or a list; each must be registered with GEM and, when the
+    library keeps the conversation in the model's context (``history_in_context``), must not
+    repeat it."""
     if value is None or value == "":
         return ()
     if isinstance(value, str):
@@ -68,7 +72,7 @@ def parse_wrappers(value: Any) -> tuple[str, ...]:
     from gem_core.components import WRAPPERS
 
     for name in names:
-        if name in HISTORY_WRAPPERS:
+        if history_in_context and name in HISTORY_WRAPPERS:
             raise GemError(
                 f"Wrapper {name!r} repeats the episode so far in every observation, but the adapter "
                 "already keeps the whole conversation in the model's context. Remove it from "

@@ -12,7 +12,6 @@ disabled.
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,6 +21,7 @@ import pytest
 pytest.importorskip("RL2", reason="the RL2 adapter tests run in the rl2 test environment: bash scripts/test.sh")
 
 from tests.adapters import standins  # noqa: E402
+from tests.adapters.scripted import bisection  # noqa: E402
 from tests.wrappers.conftest import smollm2_tokenizer, smollm2_tokenizer_dir  # noqa: E402,F401
 
 #: What RL2.trainer.ppo imports without calling on the tested paths: the sglang server, router
@@ -53,21 +53,6 @@ def gloo():
             dist.init_process_group("gloo", init_method=f"file://{folder}/rendezvous", rank=0, world_size=1)
     yield dist
     dist.destroy_process_group()
-
-
-def bisection(prompt: str) -> str:
-    """Plays Guess The Number (1 to 10) by bisection, from the conversation so far: each earlier
-    guess and the 'higher'/'lower' that followed it. Episodes with the same first prompt can thus
-    interleave."""
-    low, high = 1, 10
-    for turn in prompt.split("<|im_start|>assistant\n")[1:-1]:  # the answered turns
-        answer, _, feedback = turn.partition("<|im_start|>user")
-        guess = int(re.findall(r"\\boxed\{(\d+)\}", answer)[-1])
-        if "higher" in feedback.lower():
-            low = guess + 1
-        elif "lower" in feedback.lower():
-            high = guess - 1
-    return f"I guess \\boxed{{{(low + high) // 2}}}."
 
 
 @dataclass
