@@ -88,3 +88,21 @@ def test_token_estimate_gives_gem_cores_values_on_the_conformance_batch():
                              all_reduce=all_reduce)  # group estimators ignore all_reduce
     c.assert_per_token(grpo, c.GRPO, c.LAYOUT[:2])
     assert advantages.dtype == torch.float32
+
+
+def test_turn_estimate_gives_gem_cores_advantages_and_returns_per_turn():
+    from gem_adapters.common.estimators import turn_estimate
+
+    advantages, returns = turn_estimate("rebn", c.EPISODES, gamma=c.GAMMA)
+    assert c.flat(advantages) == pytest.approx(c.flat(c.REBN), abs=c.TOLERANCE)
+    assert c.flat(returns) == pytest.approx(c.flat(c.RETURNS))
+    advantages, _ = turn_estimate("gem_grpo", c.GROUPED, gamma=c.GAMMA, group_ids=list(c.GROUP_IDS))
+    assert c.flat(advantages) == pytest.approx(c.flat(c.GRPO), abs=c.TOLERANCE)
+
+
+def test_history_wrappers_are_refused_only_where_the_library_keeps_the_conversation():
+    from gem_adapters.common.options import EpisodeOptions
+
+    with pytest.raises(GemError, match="already keeps the whole conversation"):
+        EpisodeOptions.from_config({"wrappers": "concat_chat"})
+    assert EpisodeOptions.from_config({"wrappers": "concat_chat"}, history_in_context=False).wrappers == ("concat_chat",)

@@ -1,0 +1,118 @@
+"""GEM's estimators inside oat's learner: oat's real ``process_feedback_data`` and transition
+dataset turn the shared conformance batch into per-token advantages equal to gem_core's."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from tests.adapters import conformance
+from tests.adapters.oat.conftest import EASY, oat_args
+from tests.adapters.oat.learning import episodes_of
+
+
+@pytest.fixture
+def make_learner(monkeypatch):
+    """``make_learner(*launcher flags)``: a GEM learner as oat's ``_init`` leaves it for feedback
+    processing (no critic, empty buffers); ``_init`` itself loads the model with deepspeed on GPUs."""
+    from gem_adapters.oat.learner import GemOatLearner
+
+    for name in ("MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "RANK", "LOCAL_RANK"):
+        monkeypatch.delenv(name, raising=False)  # oat's launcher sets these; restored after the test
+
+    def make(*argv: str) -> GemOatLearner:
+        learner = GemOatLearner(1, 0, 0, "127.0.0.1", 29500, False, oat_args("--env", EASY, *argv), [], None)
+        learner.critic, learner.pi_buffer, learner.all_buffer, learner.query_step = None, [], [], 0
+        return learner
+
+    return make
+
+
+def per_token(learner, tokenizer, episodes):
+    """Each buffered turn's advantage on its response tokens, as oat's learning step applies it
+    (``advantages`` broadcast over the completion mask), laid out per episode as the conformance
+    rows: a turn's model tokens, then its environment tokens."""
+    from oat.algorithms.ppo import PPOLearner
+    from oat.algorithms.ppo_multiturn import MultiTurnTransitionDataset
+
+    strategy = type("Strategy", (), {"args": learner.args, "is_rank_0": lambda self: True})()
+    dataset = MultiTurnTransitionDataset(learner.pi_buffer, tokenizer, strategy)
+    batch = dataset.collate_fn([dataset[i] for i in range(len(dataset))])
+    completion = PPOLearner.get_completion_mask(learner, batch["attention_mask"], batch["prompt_ids_lens"])
+    advantages = torch.tensor(batch["advantages"]).reshape(-1, 1) * completion
+    turns = {(t.info["actor/episode"], t.info["actor/turn"]): row for row, t in enumerate(learner.pi_buffer)}
+    width = conformance.row_width()
+    rows = torch.zeros(len(episodes), width, dtype=torch.float64)
+    for e, (episode, layout) in enumerate(zip(episodes, conformance.LAYOUT)):
+        position = 0
+        for k, (model_tokens, env_tokens) in enumerate(layout):
+            row = turns[(float(e), float(k))]
+            tokens = advantages[row][completion[row]]
+            assert len(tokens) == model_tokens
+            rows[e, position:position + model_tokens] = tokens.double()
+            position += model_tokens + env_tokens
+    return rows
+
+
+def test_rebn_in_oats_process_feedback_data_matches_gem_core_per_token(make_learner, smollm2_tokenizer):
+    learner = make_learner("--estimator", "rebn")
+    episodes = episodes_of(conformance.EPISODES, [(EASY, 0), (EASY, 1), (EASY, 2)])
+    learner.process_feedback_data(episodes)
+
+    assert len(learner.pi_buffer) == 6 and learner.query_step == 6
+    conformance.assert_per_token(per_token(learner, smollm2_tokenizer, episodes), conformance.REBN)
+    returns = [t.info["returns"] for t in learner.pi_buffer]
+    np.testing.assert_allclose(returns, conformance.flat(conformance.RETURNS), atol=1e-6)
+    assert all(t.info["values"] == 0.0 for t in learner.pi_buffer)
+
+
+def test_grpo_groups_the_episodes_of_one_start(make_learner, smollm2_tokenizer):
+    learner = make_learner("--estimator", "grpo", "--num_samples", "2")
+    episodes = episodes_of(conformance.GROUPED, [(EASY, 4), (EASY, 4)])
+    learner.process_feedback_data(episodes)
+    advantages = [t.info["advantages"] for t in learner.pi_buffer]
+    np.testing.assert_allclose(advantages, conformance.flat(conformance.GRPO), atol=conformance.TOLERANCE)
+
+
+def test_the_advantages_cover_every_turn_before_oat_subsamples_them(make_learner):
+    learner = make_learner("--estimator", "rebn", "--rollout_batch_size_per_device", "4")
+    episodes = episodes_of(conformance.EPISODES, [(EASY, 0), (EASY, 1), (EASY, 2)])
+    learner.process_feedback_data(episodes)
+    assert len(learner.pi_buffer) == 4  # oat keeps a random subset of the turns
+    for transition in learner.pi_buffer:
+        episode, turn = int(transition.info["actor/episode"]), int(transition.info["actor/turn"])
+        assert transition.info["advantages"] == pytest.approx(conformance.REBN[episode][turn], abs=1e-5)
+
+
+def test_estimator_oat_keeps_oats_own_returns_which_whitening_turns_into_rebn(make_learner):
+    learner = make_learner("--estimator", "oat")
+    episodes = episodes_of(conformance.EPISODES, [(EASY, 0), (EASY, 1), (EASY, 2)])
+    learner.process_feedback_data(episodes)
+    advantages = np.array([t.info["advantages"] for t in learner.pi_buffer], dtype=np.float64)
+    np.testing.assert_allclose(advantages, conformance.flat(conformance.RETURNS), atol=1e-6)
+    # what oat's --whiten_adv does to them in its learning step (population std, eps 1e-9)
+    whitened = (advantages - advantages.mean()) / (advantages.std() + 1e-9)
+    np.testing.assert_allclose(whitened, conformance.flat(conformance.REBN), atol=1e-5)
+
+
+def test_rebn_statistics_cover_every_learner_rank(tmp_path):
+    """Two learner processes in a gloo group, each with part of the conformance batch, get the
+    advantages gem_core gives the whole batch."""
+    import torch.multiprocessing as mp
+
+    from tests.adapters.oat import learning
+
+    mp.spawn(learning.learner_rank, args=(2, str(tmp_path)), nprocs=2, join=True)
+    results = [np.load(tmp_path / f"rank{rank}.npy") for rank in range(2)]
+    np.testing.assert_allclose(np.concatenate(results), conformance.flat(conformance.REBN), atol=1e-5)
+
+
+def test_a_batch_the_estimator_cannot_take_fails_loudly(make_learner):
+    learner = make_learner("--estimator", "grpo", "--num_samples", "2")
+    episodes = episodes_of(conformance.EPISODES, [(EASY, 0), (EASY, 1), (EASY, 2)])  # three singleton groups
+    from gem_core.estimators import EstimatorInputError
+
+    with pytest.raises(EstimatorInputError):
+        learner.process_feedback_data(episodes)
+    assert learner.pi_buffer == []
