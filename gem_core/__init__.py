@@ -22,6 +22,7 @@ from gem_core.errors import (
 )
 from gem_core.hookspecs import hookimpl
 from gem_core.registry import EnvSpec, list_envs, make, register, spec
+from gem_core import plugins as _plugins  # noqa: E402,F401,I001 - installs plugin discovery (gem_core.lookup)
 
 __version__ = "0.1.0"
 

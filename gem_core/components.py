@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gem_core.errors import DuplicateRegistrationError, InvalidRegistrationError, UnknownNameError
+from gem_core.lookup import ensure_discovered, load_object
 
 
 @dataclass(frozen=True)
@@ -80,7 +81,7 @@ class ComponentRegistry:
 
     def component(self, name: str) -> Component:
         """The registration for ``name``; unknown names raise an error naming the closest."""
-        _ensure_plugins()
+        ensure_discovered()
         try:
             return self._components[name]
         except KeyError:
@@ -95,22 +96,20 @@ class ComponentRegistry:
         component = self.component(name)
         target = component.target
         if isinstance(target, str):
-            from gem_core.registry import load_object
-
             target = load_object(target, what=f"{self.kind} {name!r}")
         self._loaded[name] = target
         return target
 
     def names(self) -> list[str]:
-        _ensure_plugins()
+        ensure_discovered()
         return sorted(self._components)
 
     def components(self) -> list[Component]:
-        _ensure_plugins()
+        ensure_discovered()
         return [self._components[n] for n in sorted(self._components)]
 
     def __contains__(self, name: object) -> bool:
-        _ensure_plugins()
+        ensure_discovered()
         return name in self._components
 
 
@@ -154,9 +153,3 @@ def apply_wrappers(env: Any, wrappers: Iterable[str | tuple[str, Mapping[str, An
         name, options = (item, {}) if isinstance(item, str) else item
         env = get_wrapper(name)(env, **options)
     return env
-
-
-def _ensure_plugins() -> None:
-    from gem_core.plugins import load_plugins
-
-    load_plugins()

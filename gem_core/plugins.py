@@ -17,17 +17,18 @@ discarded, and the other plugins load normally.
 from __future__ import annotations
 
 import importlib
-import logging
 import os
 import threading
-from dataclasses import dataclass, field
-from importlib import metadata
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pluggy
 
-from gem_core import hookspecs
+from gem_core import hookspecs, lookup, registry
+from gem_core.components import REGISTRIES
 from gem_core.errors import GemError
+
+if TYPE_CHECKING:
+    from importlib import metadata
 
 ENTRY_POINT_GROUP = "gem"
 PLUGINS_ENV_VAR = "GEM_PLUGINS"
@@ -35,17 +36,24 @@ DEFAULT_PLUGINS = {"core": "gem_core.defaults"}  # name -> module
 OWN_DISTRIBUTION = "gem-adapters"
 KINDS = ("envs", "wrappers", "tools", "estimators", "adapters")
 
-logger = logging.getLogger("gem_core.plugins")
+
+def _warn(message: str, *args: Any) -> None:
+    import logging  # imported here: `import gem_core` imports this module and stays light
+
+    logging.getLogger("gem_core.plugins").warning(message, *args)
 
 
-@dataclass
 class PluginReport:
-    """What one plugin registered, and what went wrong."""
+    """What one plugin registered, and what went wrong. (A plain class: a dataclass would double
+    the cost of ``import gem_core``'s import of this module.)"""
 
-    name: str
-    origin: str
-    registered: dict[str, list[str]] = field(default_factory=lambda: {k: [] for k in KINDS})
-    errors: list[str] = field(default_factory=list)
+    def __init__(self, name: str, origin: str):
+        self.name, self.origin = name, origin
+        self.registered: dict[str, list[str]] = {kind: [] for kind in KINDS}
+        self.errors: list[str] = []
+
+    def __repr__(self) -> str:
+        return f"PluginReport({self.name!r}, {self.origin!r}, errors={self.errors!r})"
 
     @property
     def ok(self) -> bool:
@@ -107,7 +115,7 @@ def load_plugins() -> None:
                     report.errors.append(
                         f"another plugin named {ep.name!r} ({_origin(ep)}) was skipped"
                     )
-                    logger.warning("GEM plugin name %r is used twice; kept %s", ep.name, report.origin)
+                    _warn("GEM plugin name %r is used twice; kept %s", ep.name, report.origin)
                     continue
                 _add_plugin(ep.name, _origin(ep), ep.load)
             for missing in sorted((allowed or set()) - seen):
@@ -119,6 +127,8 @@ def load_plugins() -> None:
 
 
 def _entry_points() -> list[metadata.EntryPoint]:
+    from importlib import metadata  # read only when the plugins load, so `import gem_core` stays light
+
     unique: dict[tuple[str, str], metadata.EntryPoint] = {}
     for ep in metadata.entry_points(group=ENTRY_POINT_GROUP):
         unique.setdefault((ep.name, ep.value), ep)
@@ -144,15 +154,12 @@ def _add_plugin(name: str, origin: str, load: Any) -> None:
         _manager.register(module, name=name)
     except Exception as e:  # a broken plugin must not take the others down
         report.errors.append(f"failed to load: {type(e).__name__}: {e}")
-        logger.warning("GEM plugin %r failed to load (%s: %s); the other plugins are unaffected. "
+        _warn("GEM plugin %r failed to load (%s: %s); the other plugins are unaffected. "
                        "Run `gem plugins` for details.", name, type(e).__name__, e)
 
 
 def _call_register_hooks(manager: pluggy.PluginManager) -> None:
     """Call each plugin's register hooks one plugin at a time, so one failure stays local."""
-    from gem_core import registry
-    from gem_core.components import REGISTRIES
-
     for kind in KINDS:
         hook = getattr(manager.hook, f"gem_register_{kind}")
         for impl in hook.get_hookimpls():  # in load order: defaults, our packs, then others
@@ -178,7 +185,7 @@ def _call_register_hooks(manager: pluggy.PluginManager) -> None:
                 impl.function(register=register)
             except Exception as e:
                 report.errors.append(f"gem_register_{kind} raised {type(e).__name__}: {e}")
-                logger.warning("GEM plugin %r failed in gem_register_%s (%s: %s); nothing it "
+                _warn("GEM plugin %r failed in gem_register_%s (%s: %s); nothing it "
                                "registered there is kept.", impl.plugin_name, kind, type(e).__name__, e)
                 continue
             for item in staged:
@@ -189,6 +196,9 @@ def _call_register_hooks(manager: pluggy.PluginManager) -> None:
                         REGISTRIES[kind].add(item)
                 except GemError as e:
                     report.errors.append(str(e))
-                    logger.warning("GEM plugin %r: %s", impl.plugin_name, e)
+                    _warn("GEM plugin %r: %s", impl.plugin_name, e)
                 else:
                     report.registered[kind].append(item.id if kind == "envs" else item.name)
+
+
+lookup.set_discovery(load_plugins)

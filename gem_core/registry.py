@@ -18,7 +18,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from gem_core.components import apply_wrappers
 from gem_core.core import Env
+from gem_core.lookup import ensure_discovered, load_object
 from gem_core.errors import (
     _NO_DEFAULT,
     DuplicateRegistrationError,
@@ -165,7 +167,7 @@ def deregister(id: str) -> None:
 
 def spec(id: str) -> EnvSpec:
     """The spec registered under ``id``; unknown ids raise an error naming the closest ones."""
-    _ensure_plugins()
+    ensure_discovered()
     try:
         return _registry[id]
     except KeyError:
@@ -175,7 +177,7 @@ def spec(id: str) -> EnvSpec:
 def list_envs(pattern: str | None = None) -> list[EnvSpec]:
     """Registered specs sorted by id, optionally filtered by a glob or a case-insensitive
     substring of the id."""
-    _ensure_plugins()
+    ensure_discovered()
     specs = sorted(_registry.values(), key=lambda s: s.id)
     if not pattern:
         return specs
@@ -215,8 +217,6 @@ def _make_from_spec(env_spec: EnvSpec, kwargs: Mapping[str, Any]) -> Env:
         )
     env.unwrapped.spec = dataclasses.replace(env_spec, kwargs=merged) if kwargs else env_spec
     if env_spec.wrappers:
-        from gem_core.components import apply_wrappers
-
         env = apply_wrappers(env, env_spec.wrappers)
     return env
 
@@ -229,22 +229,6 @@ def _constructor(env_spec: EnvSpec) -> Callable[..., Env]:
     if constructor is None:
         constructor = _constructors[ep] = load_object(ep, what=f"entry point of {env_spec.id}")
     return constructor
-
-
-def load_object(reference: str, *, what: str) -> Any:
-    """Import ``"module:attr"`` (attr may be dotted); failures raise a :class:`GemError`."""
-    module_name, _, attr = reference.partition(":")
-    try:
-        obj: Any = importlib.import_module(module_name)
-        for part in attr.split("."):
-            obj = getattr(obj, part)
-    except ImportError as e:
-        if isinstance(e, GemError):
-            raise
-        raise GemError(f"Cannot import {reference!r} ({what}): {e}") from e
-    except AttributeError as e:
-        raise GemError(f"Cannot find {reference!r} ({what}): {e}") from e
-    return obj
 
 
 def _accepted_parameters(constructor: Callable[..., Env]) -> dict[str, object] | None:
@@ -280,9 +264,3 @@ def _caller_module() -> str:
         return caller.f_globals.get("__name__", "<unknown>") if caller else "<unknown>"
     finally:
         del frame
-
-
-def _ensure_plugins() -> None:
-    from gem_core.plugins import load_plugins
-
-    load_plugins()
