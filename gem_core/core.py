@@ -8,8 +8,12 @@ strings out, so any environment works with any model and any training library.
 from __future__ import annotations
 
 import copy
+import functools
 import random
 import secrets
+import sys
+import warnings
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, ClassVar
 
 if TYPE_CHECKING:
@@ -26,8 +30,10 @@ class Env:
 
     Subclasses implement :meth:`reset` (calling ``super().reset(seed)`` first) and :meth:`step`,
     and draw every random number from :attr:`rng` (or :attr:`np_random`), so that the same seed
-    gives the same episode byte for byte. :meth:`sample_random_action` draws from
-    :attr:`action_rng` instead, so sampling an action never changes the episode.
+    gives the same episode byte for byte (a class whose first ``reset`` or ``step`` changes the
+    global ``random``/``numpy.random`` state gets a :class:`GlobalRandomWarning`).
+    :meth:`sample_random_action` draws from :attr:`action_rng` instead, so sampling an action
+    never changes the episode.
 
     Contract:
 
@@ -47,10 +53,21 @@ class Env:
     #: not set it has its first calls timed instead (see :mod:`gem_core.vector.base`).
     blocking: ClassVar[bool] = False
 
+    #: Whether the first ``reset`` and ``step`` of a subclass are watched for draws from the
+    #: global ``random``/``numpy.random`` state (see :class:`GlobalRandomWarning`).
+    _watch_global_random: ClassVar[bool] = True
+
     _seed: int | None = None
     _rng: random.Random | None = None
     _np_rng: np.random.Generator | None = None
     _action_rng: random.Random | None = None
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if cls._watch_global_random:
+            for name in ("reset", "step"):
+                if name in cls.__dict__:
+                    setattr(cls, name, _watched_once(cls, name, cls.__dict__[name]))
 
     def reset(self, seed: int | None = None, **options: Any) -> ResetResult:
         """Start a new episode and return ``(observation, info)``.
@@ -144,6 +161,8 @@ class Wrapper(Env):
     (never copied), so a wrapper always sees the live state beneath it.
     """
 
+    _watch_global_random = False  # a wrapper's calls run the wrapped environment's
+
     def __init__(self, env: Env):
         self.env = env
 
@@ -204,3 +223,38 @@ class Wrapper(Env):
 
 def _overrides(wrapper: Wrapper, method: str) -> bool:
     return getattr(type(wrapper), method) is not getattr(Wrapper, method)
+
+
+class GlobalRandomWarning(UserWarning):
+    """An environment class changed the global ``random`` or ``numpy.random`` state in its first
+    ``reset`` or ``step``: its episodes do not follow the seed given to ``reset`` (and it disturbs
+    other code's random numbers). Draw from ``self.rng`` / ``self.np_random`` instead."""
+
+
+def _global_random_state() -> tuple[Any, ...]:
+    numpy = sys.modules.get("numpy")
+    if numpy is None:
+        return (random.getstate(),)
+    _, keys, position, *_ = numpy.random.get_state()
+    return random.getstate(), keys.tobytes(), position
+
+
+def _watched_once(cls: type, name: str, method: Callable[..., Any]) -> Callable[..., Any]:
+    """``method`` of ``cls``, checked on its first call for a change of the global random state
+    (a :class:`GlobalRandomWarning`); the first call puts ``method`` itself back, so later calls
+    cost nothing. Only the first call is watched: comparing the states takes a few microseconds."""
+
+    @functools.wraps(method)
+    def watched(self: Env, *args: Any, **kwargs: Any) -> Any:
+        if cls.__dict__.get(name) is watched:
+            setattr(cls, name, method)
+        before = _global_random_state()
+        result = method(self, *args, **kwargs)
+        if _global_random_state() != before:
+            warnings.warn(
+                f"{cls.__module__}.{cls.__qualname__}.{name} changed the global random state (the `random` "
+                f"or `numpy.random` module): its episodes do not follow the seed given to reset. Draw from "
+                f"self.rng or self.np_random instead.", GlobalRandomWarning, stacklevel=2)
+        return result
+
+    return watched

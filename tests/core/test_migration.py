@@ -4,6 +4,8 @@ category (as ROLL registers "sokoban")."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 import gem_core
@@ -117,3 +119,63 @@ def test_a_tool_subclass_passing_num_workers_is_told_why():
 
     with pytest.raises(ToolConfigError, match="num_workers .* has no meaning here"):
         Echo()
+
+
+def test_a_subclass_drawing_from_the_global_random_state_is_warned_once():
+    import random
+    import warnings
+
+    import numpy as np
+
+    from gem_core.core import GlobalRandomWarning
+
+    class GlobalDice(gem_core.Env):  # written as for gem-llm, which seeds the global generators
+        def reset(self, seed=None, **options):
+            super().reset(seed)
+            random.seed(seed)
+            return str(random.randint(1, 6)), {}
+
+        def step(self, action):
+            return str(np.random.randint(6)), 0.0, False, False, {}
+
+    class SeededDice(gem_core.Env):
+        def reset(self, seed=None, **options):
+            super().reset(seed)
+            return str(self.rng.randint(1, 6)), {}
+
+        def step(self, action):
+            return str(self.np_random.integers(6)), 0.0, False, False, {}
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for cls in (GlobalDice, SeededDice):
+            env = cls()
+            for seed in (1, 2):
+                env.reset(seed=seed)
+                env.step("roll")
+    messages = [str(w.message) for w in caught if w.category is GlobalRandomWarning]
+    assert len(messages) == 2  # GlobalDice's first reset and first step; nothing from SeededDice
+    assert "GlobalDice.reset changed the global random state" in messages[0]
+    assert "GlobalDice.step" in messages[1] and "self.rng or self.np_random" in messages[1]
+
+
+def test_no_built_in_environment_touches_the_global_random_state():
+    from tests.helpers import run_python
+
+    result = run_python("""
+        import warnings
+        import gem_core
+        from gem_core.core import GlobalRandomWarning
+        from tests.core.test_action_sampling import MAKE_OPTIONS, offline_ids
+
+        warnings.simplefilter("error", GlobalRandomWarning)
+        for env_id in offline_ids():  # a fresh process: every class's first reset and step are watched
+            env = gem_core.make(env_id, **MAKE_OPTIONS.get(env_id, {}))
+            try:
+                env.reset(seed=1)
+                env.step(env.sample_random_action())
+            finally:
+                env.close()
+        print("ok")
+    """, path=[Path(__file__).resolve().parents[2]], timeout=300)
+    assert result.stdout.strip().endswith("ok"), result.stderr[-2000:]
