@@ -37,6 +37,8 @@ _LAZY = {
     "wrap": "gem_core.wrappers",
     "ObservationWrapper": "gem_core.wrappers",
     "EpisodeTrackingWrapper": "gem_core.wrappers",
+    "MultiAgentEnv": "gem_core.multiagent",
+    "AgentSelector": "gem_core.multiagent",
 }
 
 
@@ -56,6 +58,7 @@ def __dir__() -> list[str]:
 
 
 __all__ = [
+    "AgentSelector",
     "AsyncVectorEnv",
     "DataNotFoundError",
     "DuplicateRegistrationError",
@@ -66,6 +69,7 @@ __all__ = [
     "GemError",
     "InvalidRegistrationError",
     "MissingDependencyError",
+    "MultiAgentEnv",
     "ObservationWrapper",
     "PluginError",
     "SyncVectorEnv",

@@ -22,6 +22,11 @@ def gem_register_wrappers(register):
     register("episode_tracking", "gem_core.wrappers.episode_tracking:EpisodeTrackingWrapper",
              description="Turn count and cumulative reward of the episode in info.")
 
+    seats = "gem_core.wrappers.seats"
+    register("self_play", f"{seats}:self_play",
+             description="One policy plays every seat of a multi-agent environment, in turn.")
+    register("versus", f"{seats}:versus",
+             description="The policy plays one seat of a multi-agent environment; given policies or its bots the others.")
     # The tool wrapper, and the reference's tool presets under their names.
     register("tool", "gem_core.tools.wrapper:ToolWrapper",
              description="Give the agent tools: tools=[names or (name, options)], max_tool_uses, rewards.")

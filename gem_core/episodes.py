@@ -39,6 +39,9 @@ class Episode:
     seed: int | None
     turns: list[Turn] = field(default_factory=list)
     final_observation: str = ""
+    #: The seat this episode was played from, for one agent's part of a multi-agent episode
+    #: (see :func:`gem_core.multiagent.split_by_agent`); None otherwise.
+    agent: str | None = None
 
     @property
     def rewards(self) -> list[float]:
@@ -73,7 +76,7 @@ class Episode:
         try:
             turns = [Turn(**t) for t in data.get("turns", [])]
             return cls(env_id=data["env_id"], seed=data.get("seed"), turns=turns,
-                       final_observation=data.get("final_observation", ""))
+                       final_observation=data.get("final_observation", ""), agent=data.get("agent"))
         except (KeyError, TypeError) as e:
             raise GemError(f"Not an episode record: {e}") from e
 

@@ -362,6 +362,13 @@ class VectorEnv:
         env = slot.factory()
         if not isinstance(env, Env):
             raise GemError(f"The factory of slot {slot.index} returned {type(env).__name__}, not a gem_core.Env.")
+        from gem_core.multiagent import MultiAgentEnv
+
+        if isinstance(env, MultiAgentEnv):
+            env.close()
+            raise GemError(f"Slot {slot.index} holds a multi-agent environment ({_env_name(env)}), which a vector "
+                           "environment cannot step: use a single-agent view, the self_play or versus wrapper "
+                           "(e.g. its -selfplay or -vs-bot id).")
         slot.env = env
         kind = execution_kind(env)
         if kind == AWAIT:

@@ -1,0 +1,322 @@
+"""Multi-agent environments: several named agents act on one shared state.
+
+A :class:`MultiAgentEnv` has ``possible_agents`` (every seat) and ``agents`` (those still in the
+game). ``reset(seed)`` returns an observation and an info per agent; ``step({agent: action})``
+takes one action from each *active* agent and returns five dicts keyed by agent: observations,
+rewards, terminations, truncations and infos. Which agents are active is decided by an
+:class:`AgentSelector`: in ``"sequential"`` mode one agent at a time, round-robin (turn-taking
+games); in ``"parallel"`` mode all agents at once (simultaneous moves). An agent whose episode
+terminated or was truncated leaves ``agents`` (and the selector). ``cumulative_rewards`` sums each
+agent's rewards since the reset, and agents can leave each other messages (``send_message``,
+``broadcast_message``; kept in ``shared_memory``). Observations and actions are strings, as in
+every GEM environment, and multi-agent environments are registered and made like any other.
+
+The shape and meaning follow the reference implementation's ``MultiAgentEnv`` (gem-llm), and the
+turn order follows PettingZoo's AEC (sequential) and Parallel APIs. To train or evaluate one
+policy on a multi-agent environment, use a single-agent view (:mod:`gem_core.wrappers.seats`):
+``self_play`` (one policy plays every seat) or ``versus`` (the policy plays one seat, given
+policies or the environment's scripted bots the others).
+
+Subclasses implement :meth:`observe` (what an agent sees now) and :meth:`_process_actions` (apply
+the active agents' actions and return the five dicts); they call ``super().reset(seed)`` first in
+``reset`` and draw randomness from ``self.rng`` (scripted bots from ``self.bot_rng``).
+"""
+
+from __future__ import annotations
+
+import abc
+import random
+from collections.abc import Sequence
+from typing import Any
+
+from gem_core.core import Env
+from gem_core.episodes import Episode, Turn
+from gem_core.errors import GemError
+
+MODES = ("sequential", "parallel")
+AgentDicts = tuple[dict[str, str], dict[str, float], dict[str, bool], dict[str, bool], dict[str, dict[str, Any]]]
+
+
+class MultiAgentActionError(GemError, ValueError):
+    """Actions that do not match the active agents (one missing, or one from an agent not to act)."""
+
+
+class AgentSelector:
+    """Which agents act next: one at a time in turn (``"sequential"``) or all at once
+    (``"parallel"``). ``selected`` is the agent to act in sequential mode (None with no agents)."""
+
+    def __init__(self, agents: Sequence[str], mode: str = "sequential"):
+        if mode not in MODES:
+            raise GemError(f"Unknown agent selector mode {mode!r}; choose 'sequential' or 'parallel'.")
+        self.mode = mode
+        self.reinit(agents)
+
+    @property
+    def agents(self) -> list[str]:
+        return list(self._agents)
+
+    def get_active_agents(self) -> list[str]:
+        if self.mode == "parallel":
+            return list(self._agents)
+        return [self.selected] if self.selected is not None else []
+
+    def next(self) -> str | None:
+        """Move to the next agent in turn (sequential mode) and return it."""
+        if self.mode == "sequential" and self._agents:
+            self._index = (self._index + 1) % len(self._agents)
+            self.selected = self._agents[self._index]
+        return self.selected
+
+    def select(self, agent: str) -> None:
+        """Make ``agent`` the next to act (e.g. the loser of a round starts the next one)."""
+        self._index = self._agents.index(agent)
+        self.selected = agent
+
+    def is_first(self) -> bool:
+        return self._index == 0
+
+    def is_last(self) -> bool:
+        return self._index == len(self._agents) - 1
+
+    def reinit(self, agents: Sequence[str]) -> None:
+        self._agents = list(agents)
+        self._index = 0
+        self.selected = self._agents[0] if self._agents else None
+
+    def add_agent(self, agent: str) -> None:
+        if agent not in self._agents:
+            self._agents.append(agent)
+            if self.selected is None:
+                self.selected, self._index = agent, len(self._agents) - 1
+
+    def remove_agent(self, agent: str) -> None:
+        """Take ``agent`` out of the rotation; if it was to act, the agent after it is next."""
+        if agent not in self._agents:
+            return
+        position = self._agents.index(agent)
+        self._agents.remove(agent)
+        if not self._agents:
+            self._index, self.selected = 0, None
+            return
+        if position < self._index:
+            self._index -= 1
+        elif position == self._index:
+            self._index -= 1  # so that next() lands on the agent that followed the removed one
+        self._index %= len(self._agents)
+        self.selected = self._agents[self._index]
+
+
+class MultiAgentEnv(Env):
+    """Base class of multi-agent environments; see the module documentation."""
+
+    #: Agent names in seat order; subclasses set them (in ``__init__`` or as a class attribute).
+    possible_agents: list[str] = []
+    #: ``"sequential"`` (turn-taking) or ``"parallel"`` (simultaneous moves).
+    mode: str = "sequential"
+
+    def __init__(self) -> None:
+        self.agents: list[str] = []
+        self.terminations: dict[str, bool] = {}
+        self.truncations: dict[str, bool] = {}
+        self.rewards: dict[str, float] = {}
+        self.infos: dict[str, dict[str, Any]] = {}
+        self._cumulative_rewards: dict[str, float] = {}
+        self.agent_selector: AgentSelector | None = None
+        self.shared_memory: list[dict[str, str]] = []
+        self.global_context = ""
+        self._bot_rng: random.Random | None = None
+
+    @property
+    def num_agents(self) -> int:
+        return len(self.agents)
+
+    @property
+    def max_num_agents(self) -> int:
+        return len(self.possible_agents)
+
+    @property
+    def cumulative_rewards(self) -> dict[str, float]:
+        """Each agent's rewards summed since the reset (agents that left included)."""
+        return dict(self._cumulative_rewards)
+
+    @property
+    def bot_rng(self) -> random.Random:
+        """The generator of the scripted bots (seeded from the episode seed, apart from
+        :attr:`rng` and :attr:`action_rng`), so bots replay with the seed."""
+        if self._bot_rng is None:
+            if self._rng is None:
+                self._seed_generators(None)
+            self._bot_rng = random.Random(f"{self._seed}/bots")
+        return self._bot_rng
+
+    def _seed_generators(self, seed: int | None) -> None:
+        super()._seed_generators(seed)
+        self._bot_rng = None
+
+    def reset(self, seed: int | None = None, **options: Any) -> tuple[dict[str, str], dict[str, dict[str, Any]]]:  # type: ignore[override]
+        """Start an episode with every possible agent; returns ``(observations, infos)`` per
+        agent. Subclasses set up their state after ``super().reset(seed)`` and return
+        :meth:`observations`."""
+        super().reset(seed)
+        self.agents = list(self.possible_agents)
+        self.terminations = {agent: False for agent in self.agents}
+        self.truncations = {agent: False for agent in self.agents}
+        self.rewards = {agent: 0.0 for agent in self.agents}
+        self.infos = {agent: {} for agent in self.agents}
+        self._cumulative_rewards = {agent: 0.0 for agent in self.agents}
+        self.shared_memory, self.global_context = [], ""
+        if self.agent_selector is None or self.agent_selector.mode != self.mode:
+            self.agent_selector = AgentSelector(self.agents, self.mode)
+        else:
+            self.agent_selector.reinit(self.agents)
+        return self.observations()
+
+    def observations(self) -> tuple[dict[str, str], dict[str, dict[str, Any]]]:
+        """Every agent's current observation and a copy of its info."""
+        return {agent: self.observe(agent) for agent in self.agents}, {agent: dict(self.infos[agent]) for agent in self.agents}
+
+    @property
+    def active_agents(self) -> list[str]:
+        """The agents whose actions the next :meth:`step` takes."""
+        return self.agent_selector.get_active_agents() if self.agent_selector is not None else list(self.agents)
+
+    def step(self, actions: dict[str, str]) -> AgentDicts:  # type: ignore[override]
+        """Apply one action per active agent; returns observations, rewards, terminations,
+        truncations and infos, each keyed by agent."""
+        if not isinstance(actions, dict):
+            raise MultiAgentActionError(f"A multi-agent step takes a dict {{agent: action}}, not {type(actions).__name__}.")
+        active = self.active_agents
+        missing = [agent for agent in active if agent not in actions]
+        if missing:
+            raise MultiAgentActionError(f"Missing action for active agent(s) {', '.join(missing)} "
+                                        f"(active now: {', '.join(active) or 'none'}).")
+        extra = [agent for agent in actions if agent not in active]
+        if extra:
+            raise MultiAgentActionError(f"Agent(s) {', '.join(map(str, extra))} sent an action but are not active "
+                                        f"(active now: {', '.join(active) or 'none'}).")
+        observations, rewards, terminations, truncations, infos = self._process_actions(actions)
+        for agent, reward in rewards.items():
+            self._cumulative_rewards[agent] = self._cumulative_rewards.get(agent, 0.0) + float(reward)
+        self.rewards = dict(rewards)
+        self.terminations.update(terminations)
+        self.truncations.update(truncations)
+        for agent, info in infos.items():
+            self.infos.setdefault(agent, {}).update(info)
+        self._remove_dead_agents()
+        if self.agent_selector is not None and self.mode == "sequential" and self.agents:
+            self._advance()
+        return observations, rewards, terminations, truncations, infos
+
+    def _advance(self) -> None:
+        """Pass the turn after a sequential step; games whose turn order is not round-robin
+        override it (e.g. with ``agent_selector.select``)."""
+        assert self.agent_selector is not None
+        self.agent_selector.next()
+
+    @abc.abstractmethod
+    def observe(self, agent: str) -> str:
+        """What ``agent`` sees now."""
+
+    @abc.abstractmethod
+    def _process_actions(self, actions: dict[str, str]) -> AgentDicts:
+        """Apply the active agents' actions; return the five per-agent dicts (agents not
+        mentioned keep their flags)."""
+
+    def get_state(self, agent: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        """``(observation, cumulative reward, terminated, truncated, info)`` of an agent still in."""
+        if agent not in self.agents:
+            raise GemError(f"Agent {agent!r} is not in the environment (in: {', '.join(self.agents) or 'none'}).")
+        return (self.observe(agent), self._cumulative_rewards.get(agent, 0.0), self.terminations.get(agent, False),
+                self.truncations.get(agent, False), self.infos.get(agent, {}))
+
+    def get_active_states(self) -> dict[str, tuple[str, float, bool, bool, dict[str, Any]]]:
+        return {agent: self.get_state(agent) for agent in self.active_agents if agent in self.agents}
+
+    def add_agent(self, agent: str) -> None:
+        if agent in self.agents:
+            return
+        self.agents.append(agent)
+        self.terminations[agent] = self.truncations[agent] = False
+        self.rewards[agent] = 0.0
+        self.infos[agent] = {}
+        self._cumulative_rewards.setdefault(agent, 0.0)
+        if self.agent_selector is not None:
+            self.agent_selector.add_agent(agent)
+
+    def remove_agent(self, agent: str) -> None:
+        """Take ``agent`` out of the game (its cumulative reward is kept)."""
+        if agent not in self.agents:
+            return
+        self.agents.remove(agent)
+        if self.agent_selector is not None:
+            self.agent_selector.remove_agent(agent)
+
+    def _remove_dead_agents(self) -> None:
+        for agent in [a for a in self.agents if self.terminations.get(a) or self.truncations.get(a)]:
+            self.remove_agent(agent)
+
+    def send_message(self, from_agent: str, to_agent: str, message: str) -> None:
+        for role, agent in (("Sender", from_agent), ("Receiver", to_agent)):
+            if agent not in self.agents:
+                raise GemError(f"{role} {agent!r} is not in the environment.")
+        self.shared_memory.append({"from": from_agent, "to": to_agent, "message": str(message)})
+
+    def broadcast_message(self, from_agent: str, message: str) -> None:
+        if from_agent not in self.agents:
+            raise GemError(f"Sender {from_agent!r} is not in the environment.")
+        for agent in self.agents:
+            if agent != from_agent:
+                self.shared_memory.append({"from": from_agent, "to": agent, "message": str(message)})
+
+    def messages_for(self, agent: str) -> list[dict[str, str]]:
+        return [m for m in self.shared_memory if m["to"] == agent]
+
+    def scripted_action(self, agent: str) -> str:
+        """The environment's own bot's action for ``agent`` (drawing from :attr:`bot_rng`);
+        games implement it so that a person or a model can play against them."""
+        raise NotImplementedError(f"{type(self).__name__} has no scripted bot")
+
+    def sample_random_action(self) -> str:
+        raise GemError("A multi-agent environment samples per agent: use random_action(agent), or a "
+                       "single-agent view (self_play, versus).")
+
+    def random_action(self, agent: str) -> str:
+        """A random well-formed action for ``agent`` (from :attr:`action_rng`)."""
+        raise NotImplementedError(f"{type(self).__name__} does not implement random_action()")
+
+
+def is_multiagent(env: Env) -> bool:
+    """Whether ``env`` (or what it wraps) is a multi-agent environment with no single-agent view
+    on top."""
+    return isinstance(env, MultiAgentEnv)
+
+
+def split_by_agent(episode: Episode) -> list[Episode]:
+    """One episode per agent of a self-play episode (turns with ``info["agent"]`` and
+    ``info["rewards"]``, see :class:`gem_core.wrappers.seats.SelfPlay`); other episodes come back
+    as they are.
+
+    Each agent's episode holds its own turns, in order; a turn's reward is everything the agent
+    earned from that turn's step until its next turn (the rewards a game hands out when it ends
+    included), so a loser's last move carries the loss even though another agent's move ended the
+    game. Rewards an agent earns before its first move go to its first turn. The last turn of
+    each agent's episode carries the episode's end flags.
+    """
+    if not episode.turns or "agent" not in episode.turns[0].info:
+        return [episode]
+    turns: dict[str, list[Turn]] = {}
+    pending: dict[str, float] = {}  # earned before the agent's first turn
+    for turn in episode.turns:
+        agent = turn.info["agent"]
+        own = turns.setdefault(agent, [])
+        own.append(Turn(turn.observation, turn.action, pending.pop(agent, 0.0), False, False, turn.info))
+        for other, reward in turn.info.get("rewards", {}).items():
+            if turns.get(other):
+                turns[other][-1].reward += float(reward)
+            else:
+                pending[other] = pending.get(other, 0.0) + float(reward)
+    last = episode.turns[-1]
+    for own in turns.values():
+        own[-1].terminated, own[-1].truncated = last.terminated, last.truncated
+    return [Episode(episode.env_id, episode.seed, own, episode.final_observation, agent=agent)
+            for agent, own in turns.items()]

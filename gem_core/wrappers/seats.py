@@ -1,0 +1,137 @@
+"""Single-agent views of multi-agent environments, so that vector environments, episode collection,
+estimators, ``gem train``, ``gem eval``, ``gem play`` and the adapters use them unchanged.
+
+* :class:`SelfPlay` (``self_play``): one policy plays every seat. Each step is one agent's move;
+  ``info["agent"]`` names who moved, ``info["next_agent"]`` who moves next, and
+  ``info["rewards"]`` holds every agent's rewards from that step. The step's reward is the
+  mover's. Turns of a simultaneous-move game are asked one agent at a time; the environment
+  steps once every active agent has answered. :func:`split_by_agent` turns a self-play episode
+  into one episode per agent, each turn credited with what its agent earned until its next turn,
+  which is what estimators should see.
+* :class:`Versus` (``versus``): the policy plays one seat (``seat``: an agent name, or
+  ``"random"``, drawn per episode); the others are played by ``policies`` (``{agent: callable
+  observation -> action}``, e.g. a model) or by the environment's scripted bots. A step is the
+  policy's move followed by the others' until the policy is to move again; its reward is what the
+  policy's seat earned meanwhile. ``info["seat"]`` names the seat; at the end,
+  ``info["outcome"]`` is ``"win"``, ``"loss"`` or ``"draw"`` where the game says so.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from gem_core.core import Env, ResetResult, StepResult, Wrapper
+from gem_core.errors import GemError
+from gem_core.multiagent import MultiAgentEnv
+
+Policy = Callable[[str], str]
+
+
+def _multiagent(env: Env, wrapper: str) -> MultiAgentEnv:
+    if not isinstance(env, MultiAgentEnv):
+        raise GemError(f"The {wrapper} wrapper goes directly on a multi-agent environment, not on "
+                       f"{type(env).__name__}.")
+    return env
+
+
+class SelfPlay(Wrapper):
+    """One policy plays every seat; see the module documentation."""
+
+    def __init__(self, env: Env):
+        super().__init__(_multiagent(env, "self_play"))
+        self._queue: list[str] = []
+        self._pending: dict[str, str] = {}
+
+    def reset(self, seed: int | None = None, **options: Any) -> ResetResult:
+        self.env.reset(seed, **options)
+        self._pending = {}
+        self._queue = self.env.active_agents
+        agent = self._queue[0]
+        return self.env.observe(agent), {"agent": agent, **self.env.infos.get(agent, {})}
+
+    def step(self, action: str) -> StepResult:
+        if not self._queue:
+            raise GemError("The episode is over: reset the environment.")
+        agent = self._queue.pop(0)
+        self._pending[agent] = action
+        if self._queue:  # a simultaneous move: the other active agents answer first
+            following = self._queue[0]
+            return self.env.observe(following), 0.0, False, False, {"agent": agent, "next_agent": following,
+                                                                     "rewards": {}}
+        actions, self._pending = self._pending, {}
+        _, rewards, terminations, truncations, infos = self.env.step(actions)
+        info = {**infos.get(agent, {}), "agent": agent, "rewards": {a: float(r) for a, r in rewards.items()}}
+        if not self.env.agents:  # the game is over for everyone
+            terminated = any(terminations.values()) or any(self.env.terminations.values())
+            return self.env.observe(agent), float(rewards.get(agent, 0.0)), terminated, not terminated, info
+        self._queue = self.env.active_agents
+        info["next_agent"] = self._queue[0]
+        return self.env.observe(self._queue[0]), float(rewards.get(agent, 0.0)), False, False, info
+
+    def sample_random_action(self) -> str:
+        if not self._queue:
+            raise GemError("The episode is over: reset the environment.")
+        return self.env.random_action(self._queue[0])
+
+
+class Versus(Wrapper):
+    """The policy plays one seat against ``policies`` or the scripted bots; see the module
+    documentation."""
+
+    def __init__(self, env: Env, *, seat: str = "random", policies: Mapping[str, Policy] | None = None):
+        env = _multiagent(env, "versus")
+        super().__init__(env)
+        if seat != "random" and seat not in env.possible_agents:
+            raise GemError(f"Unknown seat {seat!r}; choose one of {', '.join(env.possible_agents)} or 'random'.")
+        unknown = sorted(set(policies or {}) - set(env.possible_agents))
+        if unknown:
+            raise GemError(f"Policies given for unknown agent(s) {', '.join(unknown)}; the agents are "
+                           f"{', '.join(env.possible_agents)}.")
+        self.seat_option, self.policies = seat, dict(policies or {})
+        self.seat = env.possible_agents[0]
+
+    def reset(self, seed: int | None = None, **options: Any) -> ResetResult:
+        self.env.reset(seed, **options)
+        choices = self.env.possible_agents
+        self.seat = self.env.bot_rng.choice(choices) if self.seat_option == "random" else self.seat_option
+        self._play_others()
+        return self.env.observe(self.seat), {**self.env.infos.get(self.seat, {}), "seat": self.seat}
+
+    def step(self, action: str) -> StepResult:
+        env, seat = self.env, self.seat
+        if seat not in env.agents:
+            raise GemError("The episode is over: reset the environment.")
+        actions = {agent: action if agent == seat else self._other(agent) for agent in env.active_agents}
+        _, rewards, _, _, _ = env.step(actions)
+        reward = float(rewards.get(seat, 0.0)) + self._play_others()
+        info = {**env.infos.get(seat, {}), "seat": seat}
+        if seat in env.agents:
+            return env.observe(seat), reward, False, False, info
+        terminated = bool(env.terminations.get(seat))
+        return env.observe(seat), reward, terminated, not terminated, info
+
+    def sample_random_action(self) -> str:
+        return self.env.random_action(self.seat)
+
+    def _play_others(self) -> float:
+        """Step the others until the seat is to move or out; returns the seat's rewards meanwhile."""
+        env, earned = self.env, 0.0
+        while env.agents and self.seat in env.agents and self.seat not in env.active_agents:
+            _, rewards, _, _, _ = env.step({agent: self._other(agent) for agent in env.active_agents})
+            earned += float(rewards.get(self.seat, 0.0))
+        return earned
+
+    def _other(self, agent: str) -> str:
+        policy = self.policies.get(agent)
+        return policy(self.env.observe(agent)) if policy is not None else self.env.scripted_action(agent)
+
+
+def self_play(env: Env) -> SelfPlay:
+    """One policy plays every seat of a multi-agent environment."""
+    return SelfPlay(env)
+
+
+def versus(env: Env, *, seat: str = "random", policies: Mapping[str, Policy] | None = None) -> Versus:
+    """The policy plays ``seat``; ``policies`` or the environment's scripted bots play the others."""
+    return Versus(env, seat=seat, policies=policies)
