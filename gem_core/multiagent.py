@@ -17,9 +17,10 @@ policy on a multi-agent environment, use a single-agent view (:mod:`gem_core.wra
 ``self_play`` (one policy plays every seat) or ``versus`` (the policy plays one seat, given
 policies or the environment's scripted bots the others).
 
-Subclasses implement :meth:`observe` (what an agent sees now) and :meth:`_process_actions` (apply
-the active agents' actions and return the five dicts); they call ``super().reset(seed)`` first in
-``reset`` and draw randomness from ``self.rng`` (scripted bots from ``self.bot_rng``).
+Subclasses implement :meth:`start` (a new episode's state), :meth:`observe` (what an agent sees
+now) and :meth:`_process_actions` (apply the active agents' actions and return the five dicts),
+and draw randomness from ``self.rng`` (scripted bots from ``self.bot_rng``, random actions from
+``self.action_rng``).
 """
 
 from __future__ import annotations
@@ -154,9 +155,8 @@ class MultiAgentEnv(Env):
         self._bot_rng = None
 
     def reset(self, seed: int | None = None, **options: Any) -> tuple[dict[str, str], dict[str, dict[str, Any]]]:  # type: ignore[override]
-        """Start an episode with every possible agent; returns ``(observations, infos)`` per
-        agent. Subclasses set up their state after ``super().reset(seed)`` and return
-        :meth:`observations`."""
+        """Start an episode with every possible agent (:meth:`start` sets up the game's own
+        state); returns ``(observations, infos)`` per agent."""
         super().reset(seed)
         self.agents = list(self.possible_agents)
         self.terminations = {agent: False for agent in self.agents}
@@ -169,7 +169,12 @@ class MultiAgentEnv(Env):
             self.agent_selector = AgentSelector(self.agents, self.mode)
         else:
             self.agent_selector.reinit(self.agents)
+        self.start()
         return self.observations()
+
+    def start(self) -> None:
+        """Set up a new episode's own state (drawing from :attr:`rng`); called by :meth:`reset`
+        once the agents are in."""
 
     def observations(self) -> tuple[dict[str, str], dict[str, dict[str, Any]]]:
         """Every agent's current observation and a copy of its info."""
@@ -200,8 +205,8 @@ class MultiAgentEnv(Env):
         self.rewards = dict(rewards)
         self.terminations.update(terminations)
         self.truncations.update(truncations)
-        for agent, info in infos.items():
-            self.infos.setdefault(agent, {}).update(info)
+        for agent, info in infos.items():  # each agent's info from its latest step
+            self.infos[agent] = dict(info)
         self._remove_dead_agents()
         if self.agent_selector is not None and self.mode == "sequential" and self.agents:
             self._advance()

@@ -22,10 +22,13 @@ CURVES = (
 
 def episode_success(episode: Episode) -> bool:
     """Whether an episode was won: its last turn's ``info["success"]`` when the environment
-    reports one, otherwise whether its last reward is positive."""
+    reports one, a game's ``info["outcome"] == "win"`` (so on a ``-vs-bot`` game the success rate
+    is the win rate against the bot), otherwise whether its last reward is positive."""
     if not episode.turns:
         return False
     last = episode.turns[-1]
+    if "outcome" in last.info:
+        return last.info["outcome"] == "win"
     if "success" in last.info:
         return bool(last.info["success"])
     return last.reward > 0

@@ -31,9 +31,10 @@ def step_seeds(seed: int, step: int, episodes: int, group_size: int) -> list[int
 
 
 def group_ids(episodes: Sequence[Episode]) -> list[int]:
-    """Episodes of the same environment and seed share an id."""
-    ids: dict[tuple[str, Any], int] = {}
-    return [ids.setdefault((e.env_id, e.seed), len(ids)) for e in episodes]
+    """Episodes of the same environment, seed and seat (for one seat's part of a self-play
+    episode) share an id."""
+    ids: dict[tuple[str, Any, Any], int] = {}
+    return [ids.setdefault((e.env_id, e.seed, e.agent), len(ids)) for e in episodes]
 
 
 def training_samples(episodes: Sequence[Episode], advantages: Sequence[Any], policy: Any,

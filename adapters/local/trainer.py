@@ -41,6 +41,7 @@ from gem_adapters.local.models import (
 from gem_adapters.local.runtime import prefer_passive_openmp
 from gem_adapters.local.rollout import group_ids, slot_env_ids, step_seeds, training_samples
 from gem_adapters.local.sampling import LocalPolicy, SamplingSettings
+from gem_core.multiagent import split_by_agent
 
 METRICS_FILE = "metrics.jsonl"
 PLOT_FILE = "learning_curve.png"
@@ -233,9 +234,11 @@ class Trainer:
         save_episodes(episodes, writing)
         os.replace(writing, episodes_file)  # a kill never leaves a half-written episode file
 
-        advantages = self.estimator([e.rewards for e in episodes], gamma=c.gamma,
-                                    group_ids=group_ids(episodes) if c.group_size > 1 else None)
-        samples, trained, skipped = training_samples(episodes, advantages, self.policy)
+        # a self-play episode trains as one episode per seat, each move credited with what its seat earned
+        seats = [part for episode in episodes for part in split_by_agent(episode)]
+        advantages = self.estimator([e.rewards for e in seats], gamma=c.gamma,
+                                    group_ids=group_ids(seats) if c.group_size > 1 else None)
+        samples, trained, skipped = training_samples(seats, advantages, self.policy)
         total_tokens = sum(s.num_model_tokens for s in samples)
 
         train_started = time.perf_counter()

@@ -95,17 +95,18 @@ class Versus(Wrapper):
         self.env.reset(seed, **options)
         choices = self.env.possible_agents
         self.seat = self.env.bot_rng.choice(choices) if self.seat_option == "random" else self.seat_option
-        self._play_others()
-        return self.env.observe(self.seat), {**self.env.infos.get(self.seat, {}), "seat": self.seat}
+        info = {"seat": self.seat}
+        self._play_others(info)
+        return self.env.observe(self.seat), info
 
     def step(self, action: str) -> StepResult:
         env, seat = self.env, self.seat
         if seat not in env.agents:
             raise GemError("The episode is over: reset the environment.")
         actions = {agent: action if agent == seat else self._other(agent) for agent in env.active_agents}
-        _, rewards, _, _, _ = env.step(actions)
-        reward = float(rewards.get(seat, 0.0)) + self._play_others()
-        info = {**env.infos.get(seat, {}), "seat": seat}
+        _, rewards, _, _, infos = env.step(actions)
+        info = {**infos.get(seat, {}), "seat": seat}
+        reward = float(rewards.get(seat, 0.0)) + self._play_others(info)
         if seat in env.agents:
             return env.observe(seat), reward, False, False, info
         terminated = bool(env.terminations.get(seat))
@@ -114,12 +115,15 @@ class Versus(Wrapper):
     def sample_random_action(self) -> str:
         return self.env.random_action(self.seat)
 
-    def _play_others(self) -> float:
-        """Step the others until the seat is to move or out; returns the seat's rewards meanwhile."""
+    def _play_others(self, info: dict[str, Any] | None = None) -> float:
+        """Step the others until the seat is to move or out; returns the seat's rewards meanwhile
+        and adds what the steps said of the seat to ``info``."""
         env, earned = self.env, 0.0
         while env.agents and self.seat in env.agents and self.seat not in env.active_agents:
-            _, rewards, _, _, _ = env.step({agent: self._other(agent) for agent in env.active_agents})
+            _, rewards, _, _, infos = env.step({agent: self._other(agent) for agent in env.active_agents})
             earned += float(rewards.get(self.seat, 0.0))
+            if info is not None:
+                info.update(infos.get(self.seat, {}))
         return earned
 
     def _other(self, agent: str) -> str:

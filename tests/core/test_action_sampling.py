@@ -14,8 +14,18 @@ MAKE_OPTIONS = {"rg:composite": {"datasets": {"leg_counting": 1, "basic_arithmet
 
 
 def offline_ids() -> list[str]:
+    """Every single-agent id that runs offline (a multi-agent id counts through its views)."""
     return [s.id for s in gem_core.list_envs() if s.offline and not s.missing_extras
-            and s.id != "terminal:Tasks-v0"]  # that one needs a folder of tasks
+            and s.id != "terminal:Tasks-v0"  # that one needs a folder of tasks
+            and not (is_multiagent_class(s) and not s.wrappers)]
+
+
+def is_multiagent_class(spec) -> bool:
+    from gem_core.multiagent import MultiAgentEnv
+    from gem_core.registry import load_object
+
+    target = load_object(spec.entry_point, what="env") if isinstance(spec.entry_point, str) else spec.entry_point
+    return isinstance(target, type) and issubclass(target, MultiAgentEnv)
 
 
 def play(env, actions=None):

@@ -126,6 +126,33 @@ def test_group_estimator_plays_each_start_state_several_times(tiny_model_dir, tm
     assert episodes[0].seed != episodes[2].seed
 
 
+def test_self_play_trains_every_seat_with_its_own_rewards(tiny_model_dir, tmp_path, monkeypatch):
+    """One policy plays both seats of a two-player game (simultaneous moves, so both seats move
+    whatever the tiny model writes); each seat's moves are trained on that seat's own rewards."""
+    import gem_adapters.local.trainer as trainer_module
+    from gem_core.multiagent import split_by_agent
+
+    seen = []
+
+    def recording(episode):
+        parts = split_by_agent(episode)
+        seen.append((episode, parts))
+        return parts
+
+    monkeypatch.setattr(trainer_module, "split_by_agent", recording)
+    result = Trainer(config(tiny_model_dir, tmp_path / "selfplay", steps=1, estimator="grpo", group_size=2,
+                            envs=["multiagent:PrisonersDilemma-v0-selfplay"]), progress=False).run()
+    assert len(seen) == 4
+    for episode, parts in seen:
+        assert [part.agent for part in parts] == ["player_0", "player_1"]
+        for part in parts:
+            assert part.num_turns == 5 and all(t.info["agent"] == part.agent for t in part.turns)
+            earned = sum(t.info["rewards"].get(part.agent, 0.0) for t in episode.turns)
+            assert part.total_reward == pytest.approx(earned)
+    record = result.records[-1]
+    assert record["turns_trained"] > 0 and record["turns_trained"] + record["turns_skipped"] == 40  # 4 x 2 seats x 5
+
+
 def test_over_long_prompts_end_their_episode_and_are_not_trained(tiny_model_dir, tmp_path):
     result = Trainer(config(tiny_model_dir, tmp_path / "long", steps=1, max_prompt_tokens=8), progress=False).run()
     record = result.records[0]

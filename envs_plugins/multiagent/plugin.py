@@ -1,0 +1,33 @@
+"""Registers the ``multiagent`` pack. Each game has three ids: ``multiagent:NAME-v0`` (the
+multi-agent environment itself), ``-selfplay`` (one policy plays every seat) and ``-vs-bot`` (the
+policy plays a random seat against the game's scripted bots; ``gem play`` and ``gem eval`` report
+a win rate on these)."""
+
+from gem_core import hookimpl
+
+_PACK = "gem_envs.multiagent"
+
+GAMES = (
+    ("TicTacToe", "tictactoe:TicTacToeEnv", "Tic-tac-toe for two."),
+    ("Nim", "nim:NimEnv", "Nim for two: three piles of 1-7 stones; taking the last stone wins."),
+    ("KuhnPoker", "kuhn_poker:KuhnPokerEnv", "Kuhn poker for two: J, Q, K, one betting round."),
+    ("PrisonersDilemma", "prisoners_dilemma:PrisonersDilemmaEnv",
+     "The iterated prisoner's dilemma for two, 5 simultaneous rounds."),
+    ("LiarsDice", "liars_dice:LiarsDiceEnv", "Liar's dice for three, two dice each; the last player left wins."),
+)
+
+
+@hookimpl
+def gem_register_envs(register):
+    for name, target, summary in GAMES:
+        entry_point = f"{_PACK}.{target}"
+        register(f"multiagent:{name}-v0", entry_point, description=f"{summary} Multi-agent (dict actions).")
+        register(f"multiagent:{name}-v0-selfplay", entry_point, wrappers=["self_play"],
+                 description=f"{summary} One policy plays every seat.")
+        register(f"multiagent:{name}-v0-vs-bot", entry_point, wrappers=["versus"],
+                 description=f"{summary} Against the scripted bot, from a random seat.")
+    try:
+        from gem_envs.multiagent.retail import register_retail
+    except ImportError:  # the customer-service task is not there yet
+        return
+    register_retail(register)
