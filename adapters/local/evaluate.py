@@ -189,6 +189,9 @@ class EnvReport:
     seconds: float
     #: Slots taken out of service because their environment kept failing to reset (their reports).
     quarantined: list[dict[str, Any]] = field(default_factory=list)
+    #: For games that end with ``info["outcome"]`` (e.g. ``-vs-bot`` ids): the share of episodes
+    #: won, drawn and lost; None for other environments.
+    outcomes: dict[str, float] | None = None
 
 
 def summarise(env_id: str, episodes: Sequence[Episode], seconds: float) -> EnvReport:
@@ -196,8 +199,11 @@ def summarise(env_id: str, episodes: Sequence[Episode], seconds: float) -> EnvRe
     returns = [e.total_reward for e in episodes]
     n = len(returns)
     var = sum((r - stats["mean_return"]) ** 2 for r in returns) / (n - 1) if n > 1 else 0.0
+    ended = [e.turns[-1].info["outcome"] for e in episodes if e.turns and "outcome" in e.turns[-1].info]
+    outcomes = {kind: ended.count(kind) / n for kind in ("win", "draw", "loss")} if ended else None
     return EnvReport(env_id, n, stats["mean_return"], math.sqrt(var / n) if n else 0.0,
-                     stats["success_rate"], stats["turns_per_episode"], stats["format_error_rate"], seconds)
+                     stats["success_rate"], stats["turns_per_episode"], stats["format_error_rate"], seconds,
+                     outcomes=outcomes)
 
 
 def run_evaluation(settings: EvalSettings, *, console: Any = None) -> dict[str, Any]:
@@ -367,6 +373,9 @@ def _print_report(out: Any, reports: Sequence[EnvReport], describe: str, output:
                       f"{r.format_error_rate:.1%}")
     out.print(table)
     for r in reports:
+        if r.outcomes is not None:
+            out.print(f"{r.env_id}: win rate {r.outcomes['win']:.1%}, draws {r.outcomes['draw']:.1%}, "
+                      f"losses {r.outcomes['loss']:.1%}")
         for q in r.quarantined:
             out.print(f"[yellow]{r.env_id}: slot {q['slot']} quarantined ({q['reason']}; seeds {q['seeds']}; "
                       f"last error: {q['errors'][-1]})[/]")

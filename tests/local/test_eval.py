@@ -194,3 +194,17 @@ def test_the_report_plot_fits_its_title_and_any_number_of_environments(monkeypat
     assert many.get_figheight() > one.get_figheight()  # a row per environment
     labels = [label.get_text() for label in many.axes[0].get_yticklabels()]
     assert labels[0] == "rg:task_0\n16 episodes" and len(labels) == 8
+
+
+def test_eval_reports_the_win_rate_against_a_games_bot(server: ChatServer, tmp_path: Path):
+    out = tmp_path / "versus"
+    result = gem_command(
+        "eval", "--base-url", server.base_url, "--model", "tiny-chat", "--env", "multiagent:TicTacToe-v0-vs-bot",
+        "--episodes", "4", "--max-new-tokens", "8", "--output-dir", str(out), "--no-progress",
+        env={"OPENAI_API_KEY": "sk-test"},
+    )
+    assert result.returncode == 0, result.stderr
+    assert "multiagent:TicTacToe-v0-vs-bot: win rate" in result.stdout
+    (report,) = json.loads((out / "report.json").read_text())["environments"]
+    assert set(report["outcomes"]) == {"win", "draw", "loss"} and sum(report["outcomes"].values()) == 1
+    assert report["success_rate"] == report["outcomes"]["win"]
