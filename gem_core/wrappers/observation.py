@@ -14,7 +14,11 @@ In the text formats every piece ends with a line break. ``max_history_length=N``
 first observation (the task) and the last ``N`` turns. Info keys read from the environment:
 ``prefix``/``suffix`` are placed before/after the current observation; ``use_tool`` makes the
 observation a ``tool`` message in chat formats; ``parsed_action`` replaces the raw action in the
-history.
+history; ``images`` holds the images of an observation (see :mod:`gem_core.images`).
+
+Images are carried across turns: the text formats keep each observation's ``<image>``
+placeholders, the chat formats render images as content parts through the chat template, and
+the wrapper's ``info["images"]`` holds every image of the observation it returns, in order.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from typing import Any
 
 from gem_core.core import Env, ResetResult, StepResult
 from gem_core.errors import GemError, MissingDependencyError
+from gem_core.images import chat_message, images_of
 from gem_core.wrappers.base import ResultWrapper
 
 FORMATS = ("concat", "concat_with_action", "concat_chat", "concat_chat_on_reset")
@@ -50,29 +55,36 @@ class ObservationWrapper(ResultWrapper):
         self.format = format
         self.max_history_length = max_history_length
         self.tokenizer = _chat_tokenizer(tokenizer, format) if format.startswith("concat_chat") else tokenizer
-        self._first: tuple[str, str] = ("", "user")  # (observation, role)
+        self._first: tuple[str, str, list[Any]] = ("", "user", [])  # (observation, role, images)
         self._first_rendered = ""  # the first observation through the chat template (on_reset)
-        self._turns: deque[tuple[str, str, str]] = deque(maxlen=max_history_length)  # (action, obs, role)
+        # (action, observation, role, images)
+        self._turns: deque[tuple[str, str, str, list[Any]]] = deque(maxlen=max_history_length)
 
     def on_reset(self, observation: str, info: dict[str, Any]) -> ResetResult:
-        self._first = (observation, _role(info))
+        self._first = (observation, _role(info), images_of(info))
         self._turns.clear()
         if self.format == "concat_chat_on_reset":
-            self._first_rendered = self._template([{"role": self._first[1], "content": observation}])
-        return self._render(info), info
+            self._first_rendered = self._template([chat_message(self._first[1], observation, self._first[2])])
+        return self._render(info), self._with_images(info)
 
     def on_step(self, action: str, result: StepResult) -> StepResult:
         observation, reward, terminated, truncated, info = result
         parsed = info.get("parsed_action")
-        self._turns.append((parsed if isinstance(parsed, str) else action, observation, _role(info)))
-        return self._render(info), reward, terminated, truncated, info
+        action = parsed if isinstance(parsed, str) else action
+        self._turns.append((action, observation, _role(info), images_of(info)))
+        return self._render(info), reward, terminated, truncated, self._with_images(info)
+
+    def _with_images(self, info: dict[str, Any]) -> dict[str, Any]:
+        """``info`` with the images of every observation shown, when there are any."""
+        images = self._first[2] + [image for *_, turn_images in self._turns for image in turn_images]
+        return {**info, "images": images} if images else info
 
     def _render(self, info: dict[str, Any]) -> str:
         prefix, suffix = _text(info.get("prefix")), _text(info.get("suffix"))
         if self.format == "concat_chat":
             return self._render_chat(prefix, suffix)
         pieces = [self._first[0]]
-        for action, observation, _ in self._turns:
+        for action, observation, *_ in self._turns:
             if self.format != "concat":
                 pieces.append(action)
             pieces.append(observation)
@@ -81,20 +93,23 @@ class ObservationWrapper(ResultWrapper):
                 pieces[0] = self._first_rendered
             else:  # the current observation is the first one: decorate it inside the message
                 content = _decorate(pieces[0], prefix, suffix)
-                return self._template([{"role": self._first[1], "content": content}])
+                return self._template([chat_message(self._first[1], content, self._first[2])])
         history = "".join(map(_line, pieces[:-1]))
         return history + prefix + _line(pieces[-1]) + suffix
 
     def _render_chat(self, prefix: str, suffix: str) -> str:
-        messages = [{"role": self._first[1], "content": self._first[0]}]
-        for action, observation, role in self._turns:
+        first, role, images = self._first
+        shown = [(role, first, images)] + [(role, observation, images)
+                                           for _, observation, role, images in self._turns]
+        role, current, images = shown[-1]
+        shown[-1] = (role, _decorate(current, prefix, suffix), images)
+        messages = [chat_message(*shown[0])]
+        for (action, *_), observation in zip(self._turns, shown[1:]):
             messages.append({"role": "assistant", "content": action})
-            messages.append({"role": role, "content": observation})
-        current = messages[-1]
-        current["content"] = _decorate(current["content"], prefix, suffix)
+            messages.append(chat_message(*observation))
         return self._template(messages)
 
-    def _template(self, messages: list[dict[str, str]]) -> str:
+    def _template(self, messages: list[dict[str, Any]]) -> str:
         try:
             return self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
         except Exception as e:  # a template that cannot render these messages is a setup error
