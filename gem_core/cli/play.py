@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 
 COMMANDS_HELP = (
@@ -13,8 +15,13 @@ COMMANDS_HELP = (
 @click.command()
 @click.argument("env_id")
 @click.option("--seed", type=int, default=None, help="Seed of the first episode (later episodes continue its generator).")
-def play(env_id: str, seed: int | None) -> None:
+@click.option("--image-dir", type=click.Path(file_okay=False), default=None,
+              help="Folder for the PNG files of visual tasks' images (default: a new temporary folder).")
+def play(env_id: str, seed: int | None, image_dir: str | None) -> None:
     """Play ENV_ID in the terminal: see observations, type actions, see rewards.
+
+    Visual tasks (vision:*, math:Geometry3K) write each image as a PNG file and show its path
+    where the observation says <image>.
 
     Example: gem play game:GuessTheNumber-v0-easy --seed 0
     """
@@ -26,13 +33,15 @@ def play(env_id: str, seed: int | None) -> None:
 
     console = Console(highlight=False)
     env = make(env_id)
+    images = _ImageFiles(image_dir)
     console.print(Text(COMMANDS_HELP, style="dim"))
     episode = 0
     try:
         while True:
             episode += 1
             observation, info = env.reset(seed=seed if episode == 1 else None)
-            console.print(Panel(_shown(observation, info), title=f"{env_id} - episode {episode}", title_align="left"))
+            shown = _shown(observation, info, images.save(info, f"episode{episode}-turn0"))
+            console.print(Panel(shown, title=f"{env_id} - episode {episode}", title_align="left"))
             total, turns = 0.0, 0
             while True:
                 action = _read_action(console)
@@ -46,12 +55,13 @@ def play(env_id: str, seed: int | None) -> None:
                 observation, reward, terminated, truncated, info = env.step(action)
                 turns += 1
                 total += float(reward)
-                console.print(Panel(_shown(observation, info), title=f"turn {turns}", title_align="left"))
+                shown = _shown(observation, info, images.save(info, f"episode{episode}-turn{turns}"))
+                console.print(Panel(shown, title=f"turn {turns}", title_align="left"))
                 status = "terminated" if terminated else "truncated" if truncated else "continues"
                 console.print(Text(f"reward {reward:+.3f} | return {total:+.3f} | {status}", style="bold"))
-                shown = {k: v for k, v in info.items() if k != "suffix"}
-                if shown:
-                    console.print(Text(f"info {shown}", style="dim"))
+                details = {k: v for k, v in info.items() if k not in ("suffix", "images")}
+                if details:
+                    console.print(Text(f"info {details}", style="dim"))
                 if terminated or truncated:
                     console.print(Text(
                         f"Episode over after {turns} turns with return {total:+.3f}. "
@@ -63,12 +73,46 @@ def play(env_id: str, seed: int | None) -> None:
         env.close()
 
 
-def _shown(observation: str, info: dict):
-    """The observation, followed by the state the environment puts in ``info["suffix"]`` (a
-    board, a reminder of what to do), as observation wrappers show it to a model."""
+class _ImageFiles:
+    """Writes the images of observations as PNG files into one folder."""
+
+    def __init__(self, folder: str | None):
+        self.folder = folder
+
+    def save(self, info: dict, name: str) -> list[str]:
+        from gem_core.images import images_of, png_bytes
+
+        found = images_of(info)
+        if not found:
+            return []
+        if self.folder is None:
+            import tempfile
+
+            self.folder = tempfile.mkdtemp(prefix="gem-play-")
+        folder = Path(self.folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        paths = []
+        for number, image in enumerate(found, 1):
+            path = folder / f"{name}-image{number}.png"
+            path.write_bytes(png_bytes(image))
+            paths.append(str(path))
+        return paths
+
+
+def _shown(observation: str, info: dict, image_paths: list[str] = ()):
+    """The observation, with each ``<image>`` replaced by the path of its PNG file, followed by
+    the state the environment puts in ``info["suffix"]`` (a board, a reminder of what to do), as
+    observation wrappers show it to a model."""
     from rich.text import Text
 
-    text = Text(observation)
+    from gem_core.images import IMAGE
+
+    pieces = observation.split(IMAGE) if image_paths else [observation]
+    text = Text(pieces[0])
+    for number, piece in enumerate(pieces[1:]):
+        path = image_paths[number] if number < len(image_paths) else "(missing)"
+        text.append(f"[image: {path}]", style="magenta")
+        text.append(piece)
     suffix = info.get("suffix")
     if isinstance(suffix, str) and suffix:
         text.append("\n" + suffix, style="cyan")

@@ -4,9 +4,13 @@ transformers' PIL image processor and the chat template in this folder."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")  # tests never touch the network
+os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 
 TEMPLATE = Path(__file__).with_name("idefics3_template.jinja")
 
