@@ -29,6 +29,7 @@ from typing import Any
 
 from gem_core.episodes import Episode
 from gem_core.errors import GemError
+from gem_core.images import openai_message
 
 from gem_adapters.local.metrics import episode_stats, save_figure
 
@@ -81,11 +82,11 @@ class EvalSettings:
 
 class MessagesTemplate:
     """Stands in for a tokenizer's chat template: renders the conversation as a JSON list of
-    messages, which :class:`ChatEndpointPolicy` sends as they are."""
+    messages, which :class:`ChatEndpointPolicy` sends as they are (images as data-URL parts)."""
 
     def apply_chat_template(self, messages: Sequence[dict[str, str]], tokenize: bool = False,
                             add_generation_prompt: bool = True, **_: Any) -> str:
-        return json.dumps([{"role": m["role"], "content": m["content"]} for m in messages], ensure_ascii=False)
+        return json.dumps([openai_message(m) for m in messages], ensure_ascii=False)
 
 
 class ChatEndpointPolicy:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 
 COMMANDS_HELP = (
@@ -13,8 +15,13 @@ COMMANDS_HELP = (
 @click.command()
 @click.argument("env_id")
 @click.option("--seed", type=int, default=None, help="Seed of the first episode (later episodes continue its generator).")
-def play(env_id: str, seed: int | None) -> None:
+@click.option("--image-dir", type=click.Path(file_okay=False), default=None,
+              help="Folder for the PNG files of visual tasks' images (default: a new temporary folder).")
+def play(env_id: str, seed: int | None, image_dir: str | None) -> None:
     """Play ENV_ID in the terminal: see observations, type actions, see rewards.
+
+    Visual tasks (vision:*, math:Geometry3K) write each image as a PNG file and show its path
+    where the observation says <image>.
 
     Example: gem play game:GuessTheNumber-v0-easy --seed 0
     """
@@ -27,12 +34,14 @@ def play(env_id: str, seed: int | None) -> None:
     console = Console(highlight=False)
     env = make(env_id)
     console.print(Text(COMMANDS_HELP, style="dim"))
+    images = _ImageFiles(image_dir)
     episode = 0
     try:
         while True:
             episode += 1
             observation, info = env.reset(seed=seed if episode == 1 else None)
-            console.print(Panel(_shown(observation, info), title=f"{env_id} - episode {episode}", title_align="left"))
+            shown = _shown(observation, info, images.save(info, f"episode{episode}-turn0"))
+            console.print(Panel(shown, title=f"{env_id} - episode {episode}", title_align="left"))
             total, turns = 0.0, 0
             while True:
                 action = _read_action(console)
@@ -47,12 +56,13 @@ def play(env_id: str, seed: int | None) -> None:
                 turns += 1
                 total += float(reward)
                 done = terminated or truncated
-                console.print(Panel(_shown(observation, info, done=done), title=f"turn {turns}", title_align="left"))
+                shown = _shown(observation, info, images.save(info, f"episode{episode}-turn{turns}"), done=done)
+                console.print(Panel(shown, title=f"turn {turns}", title_align="left"))
                 status = "terminated" if terminated else "truncated" if truncated else "continues"
                 console.print(Text(f"reward {reward:+.3f} | return {total:+.3f} | {status}", style="bold"))
-                shown = {k: v for k, v in info.items() if k != "suffix"}
-                if shown:
-                    console.print(Text(f"info {shown}", style="dim"))
+                details = {k: v for k, v in info.items() if k not in ("suffix", "images")}
+                if details:
+                    console.print(Text(f"info {details}", style="dim"))
                 if done:
                     console.print(Text(_summary(turns, total, info), style="bold green"))
                     if _read_action(console) in (None, "/quit"):
@@ -62,13 +72,46 @@ def play(env_id: str, seed: int | None) -> None:
         env.close()
 
 
-def _shown(observation: str, info: dict, *, done: bool = False):
-    """The observation, followed by the state the environment puts in ``info["suffix"]`` (a
-    board, a reminder of what to do) while the episode goes on, as observation wrappers show it
-    to a model."""
+class _ImageFiles:
+    """Writes the images of observations as PNG files into one folder."""
+
+    def __init__(self, folder: str | None):
+        self.folder = folder
+
+    def save(self, info: dict, name: str) -> list[str]:
+        from gem_core.images import images_of, png_bytes
+
+        found = images_of(info)
+        if not found:
+            return []
+        if self.folder is None:
+            import tempfile
+
+            self.folder = tempfile.mkdtemp(prefix="gem-play-")
+        folder = Path(self.folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        paths = []
+        for number, image in enumerate(found, 1):
+            path = folder / f"{name}-image{number}.png"
+            path.write_bytes(png_bytes(image))
+            paths.append(str(path))
+        return paths
+
+
+def _shown(observation: str, info: dict, image_paths: list[str] = (), *, done: bool = False):
+    """The observation, with each ``<image>`` replaced by the path of its PNG file, followed by
+    the state the environment puts in ``info["suffix"]`` (a board, a reminder of what to do)
+    while the episode goes on, as observation wrappers show it to a model."""
     from rich.text import Text
 
-    text = Text(observation)
+    from gem_core.images import IMAGE
+
+    pieces = observation.split(IMAGE) if image_paths else [observation]
+    text = Text(pieces[0])
+    for number, piece in enumerate(pieces[1:]):
+        path = image_paths[number] if number < len(image_paths) else "(missing)"
+        text.append(f"[image: {path}]", style="magenta")
+        text.append(piece)
     suffix = info.get("suffix")
     if isinstance(suffix, str) and suffix and not done:
         text.append("\n" + suffix, style="cyan")

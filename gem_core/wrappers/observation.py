@@ -14,8 +14,13 @@ In the text formats every piece ends with a line break. ``max_history_length=N``
 first observation (the task) and the last ``N`` turns. Info keys read from the environment:
 ``prefix``/``suffix`` are placed before/after the observation they came with (a game's board and
 what to do next; not after the episode's last observation, when nothing is left to do); ``use_tool`` makes the observation a ``tool`` message in chat formats;
-``parsed_action`` replaces the raw action in the history. The history shows every observation
-exactly as the agent saw it at its turn, so each rendering extends the one before it.
+``parsed_action`` replaces the raw action in the history; ``images`` holds the images of an
+observation (see :mod:`gem_core.images`). The history shows every observation exactly as the agent
+saw it at its turn, so each rendering extends the one before it.
+
+Images are carried across turns: the text formats keep each observation's ``<image>``
+placeholders, the chat formats render images as content parts through the chat template, and
+the wrapper's ``info["images"]`` holds every image of the observation it returns, in order.
 """
 
 from __future__ import annotations
@@ -26,9 +31,12 @@ from typing import Any
 
 from gem_core.core import Env, ResetResult, StepResult
 from gem_core.errors import GemError, MissingDependencyError
+from gem_core.images import chat_message, images_of
 from gem_core.wrappers.base import ResultWrapper
 
 FORMATS = ("concat", "concat_with_action", "concat_chat", "concat_chat_on_reset")
+#: An observation as the agent saw it: (text piece, chat message content, role, images).
+Seen = tuple[str, str, str, list[Any]]
 
 
 class ObservationWrapper(ResultWrapper):
@@ -51,41 +59,48 @@ class ObservationWrapper(ResultWrapper):
         self.format = format
         self.max_history_length = max_history_length
         self.tokenizer = _chat_tokenizer(tokenizer, format) if format.startswith("concat_chat") else tokenizer
-        # Each observation as the agent saw it: (text piece, chat message content, role).
-        self._first: tuple[str, str, str] = ("", "", "user")
+        # Each observation as the agent saw it: (text piece, chat message content, role, images).
+        self._first: Seen = ("", "", "user", [])
         self._first_rendered = ""  # the first observation through the chat template (on_reset)
-        self._turns: deque[tuple[str, tuple[str, str, str]]] = deque(maxlen=max_history_length)  # (action, seen)
+        self._turns: deque[tuple[str, Seen]] = deque(maxlen=max_history_length)  # (action, seen)
 
     def on_reset(self, observation: str, info: dict[str, Any]) -> ResetResult:
         self._first = _seen(observation, info)
         self._turns.clear()
         if self.format == "concat_chat_on_reset":
-            self._first_rendered = self._template([{"role": self._first[2], "content": self._first[1]}])
-            return self._first_rendered, info
-        return self._render(), info
+            _, content, role, images = self._first
+            self._first_rendered = self._template([chat_message(role, content, images)])
+            return self._first_rendered, self._with_images(info)
+        return self._render(), self._with_images(info)
 
     def on_step(self, action: str, result: StepResult) -> StepResult:
         observation, reward, terminated, truncated, info = result
         parsed = info.get("parsed_action")
         seen = _seen(observation, info, done=terminated or truncated)
         self._turns.append((parsed if isinstance(parsed, str) else action, seen))
-        return self._render(), reward, terminated, truncated, info
+        return self._render(), reward, terminated, truncated, self._with_images(info)
+
+    def _with_images(self, info: dict[str, Any]) -> dict[str, Any]:
+        """``info`` with the images of every observation shown, when there are any."""
+        images = self._first[3] + [image for _, seen in self._turns for image in seen[3]]
+        return {**info, "images": images} if images else info
 
     def _render(self) -> str:
         if self.format == "concat_chat":
-            messages = [{"role": self._first[2], "content": self._first[1]}]
-            for action, (_, content, role) in self._turns:
+            _, content, role, images = self._first
+            messages = [chat_message(role, content, images)]
+            for action, (_, content, role, images) in self._turns:
                 messages.append({"role": "assistant", "content": action})
-                messages.append({"role": role, "content": content})
+                messages.append(chat_message(role, content, images))
             return self._template(messages)
         pieces = [self._first_rendered if self.format == "concat_chat_on_reset" else self._first[0]]
-        for action, (piece, _, _) in self._turns:
+        for action, (piece, *_) in self._turns:
             if self.format != "concat":
                 pieces.append(action)
             pieces.append(piece)
         return "".join(map(_line, pieces[:-1])) + pieces[-1]
 
-    def _template(self, messages: list[dict[str, str]]) -> str:
+    def _template(self, messages: list[dict[str, Any]]) -> str:
         try:
             return self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
         except Exception as e:  # a template that cannot render these messages is a setup error
@@ -126,12 +141,12 @@ def as_seen(observation: str, info: dict[str, Any], *, done: bool = False) -> st
     return _seen(observation, info, done=done)[1]
 
 
-def _seen(observation: str, info: dict[str, Any], *, done: bool = False) -> tuple[str, str, str]:
+def _seen(observation: str, info: dict[str, Any], *, done: bool = False) -> Seen:
     """An observation with its info's prefix and suffix (none once the episode is ``done``), as a
-    text piece and as message content, and the role of its message."""
+    text piece and as message content, the role of its message, and its images."""
     prefix, suffix = _text(info.get("prefix")), "" if done else _text(info.get("suffix"))
     return (prefix + _line(observation) + suffix,
-            prefix + (_line(observation) + suffix if suffix else observation), _role(info))
+            prefix + (_line(observation) + suffix if suffix else observation), _role(info), images_of(info))
 
 
 def _text(value: Any) -> str:

@@ -1,7 +1,8 @@
 """A minimal OpenAI-compatible chat server over a local model, for testing ``gem eval``.
 
 It serves ``GET /v1/models`` and ``POST /v1/chat/completions`` with the standard JSON shapes,
-renders messages with the model's chat template, and samples with the model. It checks the
+renders messages with the model's chat template (image content parts as ``<image>``: the model reads
+text only), and samples with the model. It checks the
 bearer key when one is set, and records the largest number of requests it had in flight at once.
 """
 
@@ -49,7 +50,8 @@ class ChatServer:
         self._server.server_close()
 
     def complete(self, body: dict[str, Any]) -> dict[str, Any]:
-        prompt = self.tokenizer.apply_chat_template(body["messages"], tokenize=False, add_generation_prompt=True)
+        messages = [{"role": m["role"], "content": _text(m["content"])} for m in body["messages"]]
+        prompt = self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
         settings = self._settings(max_new_tokens=int(body.get("max_tokens") or 16),
                                   temperature=float(body.get("temperature", 1.0)),
                                   top_p=float(body.get("top_p", 1.0)))
@@ -120,3 +122,10 @@ class ChatServer:
                         server.in_flight -= 1
 
         return Handler
+
+
+def _text(content: str | list[dict[str, Any]]) -> str:
+    """Message content as text for a text-only model: image parts become ``<image>``."""
+    if isinstance(content, str):
+        return content
+    return "".join(part["text"] if part["type"] == "text" else "<image>" for part in content)
