@@ -1,7 +1,8 @@
 """Registers the ``multiagent`` pack. Each game has three ids: ``multiagent:NAME-v0`` (the
 multi-agent environment itself), ``-selfplay`` (one policy plays every seat) and ``-vs-bot`` (the
 policy plays a random seat against the game's scripted bots; ``gem play`` and ``gem eval`` report
-a win rate on these)."""
+a win rate on these). The customer-service task has ``multiagent:RetailService-v0`` and
+``-assistant`` (the policy is the assistant, a scripted user the customer)."""
 
 from gem_core import hookimpl
 
@@ -26,8 +27,6 @@ def gem_register_envs(register):
                  description=f"{summary} One policy plays every seat.")
         register(f"multiagent:{name}-v0-vs-bot", entry_point, wrappers=["versus"],
                  description=f"{summary} Against the scripted bot, from a random seat.")
-    try:
-        from gem_envs.multiagent.retail import register_retail
-    except ImportError:  # the customer-service task is not there yet
-        return
-    register_retail(register)
+    from gem_envs.multiagent.customer_service import register_customer_service
+
+    register_customer_service(register)
