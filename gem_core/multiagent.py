@@ -38,8 +38,10 @@ MODES = ("sequential", "parallel")
 AgentDicts = tuple[dict[str, str], dict[str, float], dict[str, bool], dict[str, bool], dict[str, dict[str, Any]]]
 
 
-class MultiAgentActionError(GemError, ValueError):
-    """Actions that do not match the active agents (one missing, or one from an agent not to act)."""
+class MultiAgentError(GemError, ValueError):
+    """A multi-agent call that does not fit: actions that do not match the active agents (one
+    missing, or one from an agent not to act), an agent not (or no longer) in the environment, an
+    unknown selector mode. A ``ValueError``, as in gem-llm."""
 
 
 class AgentSelector:
@@ -48,7 +50,7 @@ class AgentSelector:
 
     def __init__(self, agents: Sequence[str], mode: str = "sequential"):
         if mode not in MODES:
-            raise GemError(f"Unknown agent selector mode {mode!r}; choose 'sequential' or 'parallel'.")
+            raise MultiAgentError(f"Unknown agent selector mode {mode!r}; choose 'sequential' or 'parallel'.")
         self.mode = mode
         self.reinit(agents)
 
@@ -165,9 +167,9 @@ class MultiAgentEnv(Env):
         self.infos = {agent: {} for agent in self.agents}
         self._cumulative_rewards = {agent: 0.0 for agent in self.agents}
         self.shared_memory, self.global_context = [], ""
-        if self.agent_selector is None or self.agent_selector.mode != self.mode:
+        if self.agent_selector is None:
             self.agent_selector = AgentSelector(self.agents, self.mode)
-        else:
+        else:  # a selector the subclass made keeps its mode
             self.agent_selector.reinit(self.agents)
         self.start()
         return self.observations()
@@ -189,15 +191,15 @@ class MultiAgentEnv(Env):
         """Apply one action per active agent; returns observations, rewards, terminations,
         truncations and infos, each keyed by agent."""
         if not isinstance(actions, dict):
-            raise MultiAgentActionError(f"A multi-agent step takes a dict {{agent: action}}, not {type(actions).__name__}.")
+            raise MultiAgentError(f"A multi-agent step takes a dict {{agent: action}}, not {type(actions).__name__}.")
         active = self.active_agents
         missing = [agent for agent in active if agent not in actions]
         if missing:
-            raise MultiAgentActionError(f"Missing action for active agent(s) {', '.join(missing)} "
+            raise MultiAgentError(f"Missing action for active agent(s) {', '.join(missing)} "
                                         f"(active now: {', '.join(active) or 'none'}).")
         extra = [agent for agent in actions if agent not in active]
         if extra:
-            raise MultiAgentActionError(f"Agent(s) {', '.join(map(str, extra))} sent an action but are not active "
+            raise MultiAgentError(f"Agent(s) {', '.join(map(str, extra))} sent an action but are not active "
                                         f"(active now: {', '.join(active) or 'none'}).")
         observations, rewards, terminations, truncations, infos = self._process_actions(actions)
         for agent, reward in rewards.items():
@@ -208,7 +210,7 @@ class MultiAgentEnv(Env):
         for agent, info in infos.items():  # each agent's info from its latest step
             self.infos[agent] = dict(info)
         self._remove_dead_agents()
-        if self.agent_selector is not None and self.mode == "sequential" and self.agents:
+        if self.agent_selector is not None and self.agent_selector.mode == "sequential" and self.agents:
             self._advance()
         return observations, rewards, terminations, truncations, infos
 
@@ -230,7 +232,7 @@ class MultiAgentEnv(Env):
     def get_state(self, agent: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
         """``(observation, cumulative reward, terminated, truncated, info)`` of an agent still in."""
         if agent not in self.agents:
-            raise GemError(f"Agent {agent!r} is not in the environment (in: {', '.join(self.agents) or 'none'}).")
+            raise MultiAgentError(f"Agent {agent!r} is not in the environment (in: {', '.join(self.agents) or 'none'}).")
         return (self.observe(agent), self._cumulative_rewards.get(agent, 0.0), self.terminations.get(agent, False),
                 self.truncations.get(agent, False), self.infos.get(agent, {}))
 
@@ -263,12 +265,12 @@ class MultiAgentEnv(Env):
     def send_message(self, from_agent: str, to_agent: str, message: str) -> None:
         for role, agent in (("Sender", from_agent), ("Receiver", to_agent)):
             if agent not in self.agents:
-                raise GemError(f"{role} {agent!r} is not in the environment.")
+                raise MultiAgentError(f"{role} {agent!r} is not in the environment.")
         self.shared_memory.append({"from": from_agent, "to": to_agent, "message": str(message)})
 
     def broadcast_message(self, from_agent: str, message: str) -> None:
         if from_agent not in self.agents:
-            raise GemError(f"Sender {from_agent!r} is not in the environment.")
+            raise MultiAgentError(f"Sender {from_agent!r} is not in the environment.")
         for agent in self.agents:
             if agent != from_agent:
                 self.shared_memory.append({"from": from_agent, "to": agent, "message": str(message)})

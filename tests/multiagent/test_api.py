@@ -8,7 +8,7 @@ import pytest
 import gem_core
 from gem_core import AgentSelector, GemError, MultiAgentEnv
 from gem_core.episodes import Episode, Turn
-from gem_core.multiagent import MultiAgentActionError, split_by_agent
+from gem_core.multiagent import MultiAgentError, split_by_agent
 from gem_core.wrappers.seats import SelfPlay, Versus
 
 
@@ -64,7 +64,7 @@ def test_parallel_mode_takes_every_agent_at_once():
 def test_actions_must_match_the_active_agents(mode, actions, message):
     env = Counting(mode)
     env.reset()
-    with pytest.raises(MultiAgentActionError, match=message):
+    with pytest.raises(MultiAgentError, match=message):
         env.step(actions)
     with pytest.raises(ValueError):  # as in gem-llm
         env.step("not a dict")
