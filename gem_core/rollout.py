@@ -1,7 +1,9 @@
 """Collect complete episodes from a vector environment with any policy.
 
 A policy is any callable that takes a list of observations and returns a list of actions (one
-string each), or an awaitable of that list: an LLM client, a sampler, a scripted agent.
+string each), or an awaitable of that list: an LLM client, a sampler, a scripted agent. A policy
+with an ``infos`` keyword gets each observation's info too (e.g. the images of a visual task,
+``info["images"]``).
 
 Exactly ``num_episodes`` episodes are started and each is collected when it ends, so no episode
 is cut off or dropped (which would bias a batch towards short episodes): slots whose episode
@@ -72,7 +74,7 @@ def collect_episodes(vec_env: Any, policy: Policy, num_episodes: int, *, seed: i
                 time.sleep(payload)
                 result = None
             else:
-                result = policy(payload)
+                result = _ask(policy, *payload)
                 if inspect.isawaitable(result):
                     result = vec_env.run_coroutine(_awaited(result))
     except StopIteration as stop:
@@ -101,11 +103,20 @@ async def acollect_episodes(vec_env: Any, policy: Policy, num_episodes: int, *,
                 await asyncio.sleep(payload)
                 result = None
             else:
-                result = policy(payload)
+                result = _ask(policy, *payload)
                 if inspect.isawaitable(result):
                     result = await result
     except StopIteration as stop:
         return stop.value
+
+
+def _ask(policy: Policy, observations: list[str], infos: list[dict[str, Any]]) -> Any:
+    """``policy(observations)``, with ``infos=`` for a policy that takes them."""
+    try:
+        takes_infos = "infos" in inspect.signature(policy).parameters
+    except (TypeError, ValueError):
+        takes_infos = False
+    return policy(observations, infos=infos) if takes_infos else policy(observations)
 
 
 async def _awaited(awaitable: Awaitable[Any]) -> Any:
@@ -132,6 +143,7 @@ class _Running:
     order: int
     episode: Episode
     observation: str
+    info: dict[str, Any] = field(default_factory=dict)  # the observation's info
 
 
 @dataclass
@@ -184,7 +196,7 @@ def _collect(vec_env: Any, num_episodes: int, seed: Any, max_turns: int | None, 
         ledger.waiting.pop(slot, None)
         ledger.resets += 1
         episode = Episode(env_id=env_ids[slot], seed=info[EPISODE_SEED])
-        ledger.running[slot] = _Running(ledger.started, episode, observation)
+        ledger.running[slot] = _Running(ledger.started, episode, observation, info)
         ledger.started += 1
 
     def reset_failed(slot: int, info: dict[str, Any]) -> None:
@@ -240,7 +252,8 @@ def _collect(vec_env: Any, num_episodes: int, seed: Any, max_turns: int | None, 
             acting = sorted(ledger.running)
             actions: list[str] = []
             if acting:
-                actions = _checked_actions((yield "policy", [ledger.running[s].observation for s in acting]),
+                actions = _checked_actions((yield "policy", ([ledger.running[s].observation for s in acting],
+                                                             [ledger.running[s].info for s in acting])),
                                            len(acting))
             now = time.monotonic()
             retrying = sorted(slot for slot, failures in ledger.waiting.items() if failures.retry_at <= now)
@@ -283,7 +296,7 @@ def _collect(vec_env: Any, num_episodes: int, seed: Any, max_turns: int | None, 
                         refill(slot)
                         cut_off.append(slot)
                 else:
-                    running.observation = observation
+                    running.observation, running.info = observation, turn_info
             if cut_off:  # these environments still run the episode we cut off: reset them
                 observations, infos = yield "reset", (None, cut_off)
                 for slot, observation, info in zip(cut_off, observations, infos):

@@ -204,3 +204,25 @@ def test_half_the_slots_faulty_still_gives_every_episode(mode):
         episodes = gem_core.collect_episodes(vec, lambda obs: ["a"] * len(obs), 40)
     assert len(episodes) == 40
     assert sum(e.turns[-1].truncated for e in episodes) >= 3  # the faulty steps ended their episodes
+
+
+@pytest.mark.parametrize("asynchronous", [False, True])
+def test_a_policy_taking_infos_gets_each_observations_info(asynchronous):
+    seen = []
+
+    def policy(observations, infos):
+        seen.extend(zip(observations, infos))
+        return ["\\boxed{5}"] * len(observations)
+
+    async def apolicy(observations, *, infos):
+        return policy(observations, infos)
+
+    vec = gem_core.make_vec("game:GuessTheNumber-v0-easy", 2)
+    try:
+        episodes = gem_core.collect_episodes(vec, apolicy if asynchronous else policy, 3, seed=0)
+    finally:
+        vec.close()
+    first = [(o, i) for o, i in seen if "episode_seed" in i]
+    assert len(first) == 3 and {i["episode_seed"] for _, i in first} == {e.seed for e in episodes}
+    later = [(o, i) for o, i in seen if "episode_seed" not in i]
+    assert all("turn" in info for _, info in later)  # a step's info, with the game's turn count
