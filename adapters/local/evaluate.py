@@ -314,18 +314,20 @@ def _make_policy(settings: EvalSettings) -> tuple[Any, Any, str]:
             timeout=settings.timeout,
         )
         return policy, MessagesTemplate(), f"{settings.model} at {settings.base_url}"
-    from gem_adapters.local.models import DEFAULT_MODEL, load_model, load_tokenizer, resolve_device, resolve_dtype, resolve_model
+    from gem_adapters.local.models import (DEFAULT_MODEL, is_vision_language, load_model, load_processor,
+                                           load_tokenizer, resolve_device, resolve_dtype, resolve_model)
     from gem_adapters.local.sampling import LocalPolicy, SamplingSettings
 
     folder = resolve_model(settings.model or DEFAULT_MODEL)
-    tokenizer = load_tokenizer(folder, chat_template=settings.chat_template)
+    processor = load_processor(folder, chat_template=settings.chat_template) if is_vision_language(folder) else None
+    tokenizer = processor.tokenizer if processor else load_tokenizer(folder, chat_template=settings.chat_template)
     device = resolve_device(settings.device)
     model = load_model(folder, device=device, dtype=resolve_dtype("auto", device), trainable=False)
     policy = LocalPolicy(model, tokenizer, SamplingSettings(
         max_new_tokens=settings.max_new_tokens, temperature=settings.temperature, top_p=settings.top_p,
         batch_size=settings.concurrency,
-    ), record=False)
-    return policy, tokenizer, str(settings.model or DEFAULT_MODEL)
+    ), record=False, processor=processor)
+    return policy, processor or tokenizer, str(settings.model or DEFAULT_MODEL)
 
 
 def plot_report(reports: Sequence[EnvReport], path: Path, *, title: str = "") -> Path:

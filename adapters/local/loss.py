@@ -36,11 +36,14 @@ class Sample:
     completion_ids: list[int]
     mask: list[int]  # per completion token: 1 on the model's own tokens
     advantages: list[float]  # per completion token (0 where mask is 0)
+    #: A vision-language model's image inputs for the prompt's images (a sample of its own).
+    vision: dict[str, Any] | None = None
 
     @classmethod
-    def turn(cls, prompt_ids: list[int], response_ids: list[int], advantage: float) -> Sample:
+    def turn(cls, prompt_ids: list[int], response_ids: list[int], advantage: float, *,
+             vision: dict[str, Any] | None = None) -> Sample:
         return cls(list(prompt_ids), list(response_ids), [1] * len(response_ids),
-                   [float(advantage)] * len(response_ids))
+                   [float(advantage)] * len(response_ids), vision)
 
     @property
     def num_model_tokens(self) -> int:
@@ -49,6 +52,8 @@ class Sample:
     def extend(self, prompt_ids: list[int], response_ids: list[int], advantage: float) -> bool:
         """Append a later turn when ``prompt_ids`` continues this sample's tokens exactly; returns
         False (and changes nothing) otherwise."""
+        if self.vision is not None:
+            return False
         length = len(self.prompt_ids) + len(self.completion_ids)
         if len(prompt_ids) < length or prompt_ids[:len(self.prompt_ids)] != self.prompt_ids \
                 or prompt_ids[len(self.prompt_ids):length] != self.completion_ids:
@@ -74,6 +79,7 @@ class PackedBatch:
     completion_ids: Any  # long, batch x C
     mask: Any  # float, batch x C: 1 on the model's own tokens
     advantages: Any  # float, batch x C
+    vision: dict[str, Any] | None = None  # image inputs of a one-sample batch
 
     @property
     def num_tokens(self) -> int:
@@ -99,9 +105,13 @@ def pack(samples: Sequence[Sample], pad_id: int, device: Any = "cpu") -> PackedB
         mask[row, :len(s.mask)] = torch.tensor(s.mask, dtype=torch.float32)
         advantages[row, :len(s.advantages)] = torch.tensor(s.advantages, dtype=torch.float32)
     position_ids = (attention.cumsum(-1) - 1).clamp(min=0)
+    vision = samples[0].vision if len(samples) == 1 else None
+    if any(s.vision is not None for s in samples) and vision is None:
+        raise ValueError("A sample with images must be packed alone (see micro_batches).")
     return PackedBatch(
         input_ids.to(device), attention.to(device), position_ids.to(device),
         input_ids[:, prompt_len:].to(device), mask.to(device), advantages.to(device),
+        None if vision is None else {key: value.to(device) for key, value in vision.items()},
     )
 
 
@@ -113,10 +123,11 @@ def completion_logprobs(model: Any, batch: PackedBatch) -> Any:
     kwargs = {}
     if _accepts_logits_to_keep(model):
         kwargs["logits_to_keep"] = completion_len + 1
-    out = model(
-        input_ids=batch.input_ids, attention_mask=batch.attention_mask,
-        position_ids=batch.position_ids, use_cache=False, **kwargs,
-    )
+    if batch.vision is not None:  # one unpadded sample: the model places its image tokens itself
+        kwargs.update(batch.vision)
+    else:
+        kwargs["position_ids"] = batch.position_ids
+    out = model(input_ids=batch.input_ids, attention_mask=batch.attention_mask, use_cache=False, **kwargs)
     logits = out.logits[:, -(completion_len + 1):-1, :].float()
     nll = torch.nn.functional.cross_entropy(
         logits.reshape(-1, logits.shape[-1]), batch.completion_ids.reshape(-1), reduction="none",
@@ -133,9 +144,12 @@ def reinforce_loss(model: Any, batch: PackedBatch, total_tokens: int) -> tuple[A
 
 def micro_batches(samples: Sequence[Sample], max_tokens: int) -> Iterator[list[Sample]]:
     """Groups of samples whose padded layout (:func:`pack`) holds at most ``max_tokens`` tokens;
-    a sample longer than that forms a group alone. Samples are sorted by length first, so each
-    group wastes little padding."""
-    order = sorted(samples, key=lambda s: (len(s.prompt_ids) + len(s.completion_ids)))
+    a sample longer than that, or one with images, forms a group alone. Samples are sorted by
+    length first, so each group wastes little padding."""
+    for sample in samples:
+        if sample.vision is not None:
+            yield [sample]
+    order = sorted((s for s in samples if s.vision is None), key=lambda s: (len(s.prompt_ids) + len(s.completion_ids)))
     group: list[Sample] = []
     prompt_len = completion_len = 0
     for sample in order:

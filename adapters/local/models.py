@@ -152,23 +152,54 @@ def load_tokenizer(folder: Path, *, chat_template: str | os.PathLike[str] | None
         tokenizer = AutoTokenizer.from_pretrained(source)
     except (OSError, ValueError) as e:
         raise ModelError(f"Cannot load a tokenizer from {str(source)!r}: {e}") from None
+    _set_chat_template(tokenizer, source, chat_template)
+    _pad_left(tokenizer, source)
+    return tokenizer
+
+
+def is_vision_language(folder: Path) -> bool:
+    """Whether ``folder`` (or the base model of a LoRA adapter in it) holds a vision-language
+    model: one saved with an image processor."""
+    source = _tokenizer_source(folder)
+    return any((source / name).exists() for name in ("preprocessor_config.json", "processor_config.json"))
+
+
+def load_processor(folder: Path, *, chat_template: str | os.PathLike[str] | None = None) -> Any:
+    """The processor of a vision-language model folder (its tokenizer padded on the left), whose
+    chat template renders messages with image parts (see :mod:`gem_core.images`)."""
+    _require("transformers", "The local trainer")
+    from transformers import AutoProcessor
+
+    source = _tokenizer_source(folder)
+    try:
+        processor = AutoProcessor.from_pretrained(source)
+    except (OSError, ValueError) as e:
+        raise ModelError(f"Cannot load a processor from {str(source)!r}: {e}") from None
+    _set_chat_template(processor, source, chat_template)
+    _pad_left(processor.tokenizer, source)
+    return processor
+
+
+def _set_chat_template(holder: Any, source: Path, chat_template: str | os.PathLike[str] | None) -> None:
     if chat_template is not None:
         template_path = Path(chat_template).expanduser()
         if not template_path.is_file():
             raise ModelError(f"Chat template file {str(chat_template)!r} does not exist.")
-        tokenizer.chat_template = template_path.read_text(encoding="utf-8")
-    if not getattr(tokenizer, "chat_template", None):
+        holder.chat_template = template_path.read_text(encoding="utf-8")
+    if not getattr(holder, "chat_template", None):
         raise ModelError(
             f"The tokenizer in {str(source)!r} has no chat template, so prompts cannot be built "
             "from the conversation. Use an instruct/chat model, or pass --chat-template FILE with "
             "a Jinja chat template."
         )
+
+
+def _pad_left(tokenizer: Any, source: Path) -> None:
     if tokenizer.pad_token_id is None:
         if tokenizer.eos_token_id is None:
             raise ModelError(f"The tokenizer in {str(source)!r} has neither a pad nor an eos token.")
         tokenizer.pad_token = tokenizer.eos_token
     tokenizer.padding_side = "left"
-    return tokenizer
 
 
 def _tokenizer_source(folder: Path) -> Path:
@@ -222,21 +253,24 @@ def load_model(
     lora: LoraSettings | None = None,
     trainable: bool = True,
 ) -> Any:
-    """A causal language model from ``folder`` (a model or a LoRA adapter folder) on ``device``.
+    """A causal language model, or a vision-language model (see :func:`is_vision_language`), from
+    ``folder`` (a model or a LoRA adapter folder) on ``device``.
 
     With ``lora``, the model is wrapped by peft and only the adapter weights train. A LoRA
     adapter folder is loaded on top of the base model it names.
     """
     _require("transformers", "The local trainer")
     import torch
-    from transformers import AutoModelForCausalLM
+    from transformers import AutoModelForCausalLM, AutoModelForImageTextToText
 
     dtype = dtype or torch.float32
     base = _adapter_base(folder)
+    kind, auto = (("vision-language", AutoModelForImageTextToText) if is_vision_language(base or folder)
+                  else ("causal language", AutoModelForCausalLM))
     try:
-        model = AutoModelForCausalLM.from_pretrained(base or folder, dtype=dtype)
+        model = auto.from_pretrained(base or folder, dtype=dtype)
     except (OSError, ValueError) as e:
-        raise ModelError(f"Cannot load a causal language model from {str(base or folder)!r}: {e}") from None
+        raise ModelError(f"Cannot load a {kind} model from {str(base or folder)!r}: {e}") from None
     if base is not None:
         _require("peft", "Loading a LoRA adapter")
         from peft import PeftModel

@@ -48,14 +48,17 @@ def training_samples(episodes: Sequence[Episode], advantages: Sequence[Any], pol
     for episode, episode_advantages in zip(episodes, advantages):
         current: Sample | None = None
         for turn, advantage in zip(episode.turns, episode_advantages):
-            ids = policy.take_sampled(turn.observation, turn.action)
-            if ids is None or not ids[1]:
+            sampled = policy.take_sampled(turn.observation, turn.action)
+            if sampled is None or not sampled.response_ids:
                 skipped += 1
                 current = None
                 continue
             trained += 1
-            prompt_ids, response_ids = ids
-            if current is None or not current.extend(prompt_ids, response_ids, float(advantage)):
-                current = Sample.turn(prompt_ids, response_ids, float(advantage))
+            if sampled.vision is not None:  # a turn with images trains as a sample of its own
+                current = None
+                samples.append(Sample.turn(sampled.prompt_ids, sampled.response_ids, float(advantage),
+                                           vision=sampled.vision))
+            elif current is None or not current.extend(sampled.prompt_ids, sampled.response_ids, float(advantage)):
+                current = Sample.turn(sampled.prompt_ids, sampled.response_ids, float(advantage))
                 samples.append(current)
     return samples, trained, skipped

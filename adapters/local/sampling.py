@@ -4,6 +4,10 @@ A :class:`LocalPolicy` takes a batch of prompts (observations already rendered t
 tokenizer's chat template, as the ``concat_chat`` wrapper makes them) and returns the sampled
 responses as text. It keeps the exact token ids it sampled, so training scores the very tokens the
 model produced rather than a re-tokenisation of their text.
+
+A vision-language model gets a prompt's images (``info["images"]``, one per image placeholder
+the chat template rendered) through its processor; such prompts are generated one at a time, and
+the processor's image inputs are kept with the sampled ids for training.
 """
 
 from __future__ import annotations
@@ -11,7 +15,16 @@ from __future__ import annotations
 import time
 from collections import defaultdict
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
+
+
+class Sampled(NamedTuple):
+    """What a prompt became: its token ids, the response's, and a vision-language model's image
+    inputs (``pixel_values`` and the like; None without images)."""
+
+    prompt_ids: list[int]
+    response_ids: list[int]
+    vision: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -32,34 +45,61 @@ class LocalPolicy:
     a format error, which ends the episode) and is not recorded for training.
     """
 
-    def __init__(self, model: Any, tokenizer: Any, settings: SamplingSettings, *, record: bool = True):
+    def __init__(self, model: Any, tokenizer: Any, settings: SamplingSettings, *, record: bool = True,
+                 processor: Any = None):
         self.model = model
         self.tokenizer = tokenizer
+        self.processor = processor  # a vision-language model's (images to model inputs)
         self.settings = settings
         self.record = record  # keep sampled token ids for training (see take_sampled)
         self.stop_ids = _stop_token_ids(model, tokenizer)
-        self._sampled: dict[tuple[str, str], list[tuple[list[int], list[int]]]] = defaultdict(list)
+        self._sampled: dict[tuple[str, str], list[Sampled]] = defaultdict(list)
         self.generated_tokens = 0
         self.generation_seconds = 0.0
 
-    def __call__(self, prompts: list[str]) -> list[str]:
-        encoded = [self.tokenizer.encode(p, add_special_tokens=False) for p in prompts]
+    def __call__(self, prompts: list[str], infos: list[dict[str, Any]] | None = None) -> list[str]:
+        images = [list((info or {}).get("images") or []) for info in infos] if infos else [[] for _ in prompts]
+        if any(images) and self.processor is None:
+            from gem_core.errors import GemError
+
+            raise GemError("A visual task showed images, but the model has no image processor: train or "
+                           "evaluate a vision-language model folder (one saved with its processor).")
+        encoded: list[list[int]] = []
+        vision: list[dict[str, Any] | None] = []
+        for prompt, shown in zip(prompts, images):
+            ids, inputs = self.encode(prompt, shown)
+            encoded.append(ids)
+            vision.append(inputs)
         actions = [""] * len(prompts)
         todo = [i for i, ids in enumerate(encoded) if len(ids) <= self.settings.max_prompt_tokens]
         size = max(1, self.settings.batch_size)
-        for start in range(0, len(todo), size):
-            chunk = todo[start:start + size]
-            responses = self.generate([encoded[i] for i in chunk])
+        plain = [i for i in todo if vision[i] is None]
+        chunks = [plain[start:start + size] for start in range(0, len(plain), size)]
+        chunks += [[i] for i in todo if vision[i] is not None]  # images: one prompt at a time
+        for chunk in chunks:
+            prompt_ids = [encoded[i] for i in chunk]
+            responses = self.generate(prompt_ids) if vision[chunk[0]] is None else self.generate(prompt_ids, vision[chunk[0]])
             for i, response in zip(chunk, responses):
                 text = self.tokenizer.decode(response, skip_special_tokens=True)
                 actions[i] = text
                 if self.record:
-                    self._sampled[(prompts[i], text)].append((encoded[i], response))
+                    self._sampled[(prompts[i], text)].append(Sampled(encoded[i], response, vision[i]))
         return actions
 
-    def generate(self, prompts: list[list[int]]) -> list[list[int]]:
+    def encode(self, prompt: str, images: list[Any]) -> tuple[list[int], dict[str, Any] | None]:
+        """A prompt's token ids, and with images the processor's image inputs (the placeholders
+        expanded into the model's image tokens)."""
+        if not images:
+            return self.tokenizer.encode(prompt, add_special_tokens=False), None
+        inputs = self.processor(text=[prompt], images=[images], return_tensors="pt", add_special_tokens=False)
+        ids = inputs.pop("input_ids")[0].tolist()
+        inputs.pop("attention_mask", None)
+        return ids, dict(inputs)
+
+    def generate(self, prompts: list[list[int]], vision: dict[str, Any] | None = None) -> list[list[int]]:
         """Sample a response (token ids, ending with a stop token unless cut off by
-        ``max_new_tokens``) for each tokenised prompt."""
+        ``max_new_tokens``) for each tokenised prompt; ``vision``: the image inputs of a single
+        prompt."""
         import torch
 
         if not prompts:
@@ -84,8 +124,9 @@ class LocalPolicy:
         started = time.perf_counter()
         try:
             with torch.inference_mode():
+                extra = {key: value.to(device) for key, value in (vision or {}).items()}
                 out = self.model.generate(
-                    input_ids=input_ids.to(device), attention_mask=attention.to(device), **options,
+                    input_ids=input_ids.to(device), attention_mask=attention.to(device), **extra, **options,
                 )
         finally:
             self.model.train(was_training)
@@ -101,9 +142,9 @@ class LocalPolicy:
         self.generated_tokens += sum(len(r) for r in responses)
         return responses
 
-    def take_sampled(self, prompt: str, action: str) -> tuple[list[int], list[int]] | None:
-        """The token ids behind a (prompt, action) pair this policy produced, each handed out once;
-        None when the prompt was over-long (no tokens were sampled)."""
+    def take_sampled(self, prompt: str, action: str) -> Sampled | None:
+        """The token ids (and image inputs) behind a (prompt, action) pair this policy produced,
+        each handed out once; None when the prompt was over-long (no tokens were sampled)."""
         found = self._sampled.get((prompt, action))
         if not found:
             return None

@@ -33,6 +33,8 @@ from gem_adapters.local.metrics import MetricsLog, episode_stats, plot_learning_
 from gem_adapters.local.models import (
     LoraSettings,
     load_model,
+    is_vision_language,
+    load_processor,
     load_tokenizer,
     resolve_device,
     resolve_dtype,
@@ -122,7 +124,9 @@ class Trainer:
                 )
         else:
             source = base
-        self.tokenizer = load_tokenizer(source, chat_template=c.chat_template)
+        # a vision-language model's processor turns a visual task's images into model inputs
+        self.processor = load_processor(source, chat_template=c.chat_template) if is_vision_language(source) else None
+        self.tokenizer = self.processor.tokenizer if self.processor else load_tokenizer(source, chat_template=c.chat_template)
         lora = LoraSettings(rank=c.lora_rank, alpha=c.lora_alpha) if c.lora and self.resume is None else None
         torch.manual_seed(c.seed)  # new LoRA weights are drawn from torch's generator: the same run, the same draw
         self.model = load_model(source, device=self.device, dtype=self.dtype, lora=lora)
@@ -147,12 +151,12 @@ class Trainer:
         self.policy = LocalPolicy(self.model, self.tokenizer, SamplingSettings(
             max_new_tokens=c.max_new_tokens, temperature=c.temperature, top_p=c.top_p,
             max_prompt_tokens=c.max_prompt_tokens, batch_size=c.episodes_per_step,
-        ))
+        ), processor=self.processor)
         self.output_dir.mkdir(parents=True, exist_ok=True)
         (self.output_dir / EPISODES_DIR).mkdir(exist_ok=True)
         self.vec_env = gem_core.make_vec(
             slot_env_ids(c.envs, c.episodes_per_step, c.group_size), wrappers=c.wrappers,
-            wrapper_options={"tokenizer": self.tokenizer},
+            wrapper_options={"tokenizer": self.processor or self.tokenizer},
         )
         save_config(c, self.output_dir / CONFIG_FILE)
         self.metrics = MetricsLog(self.output_dir / METRICS_FILE)
@@ -281,7 +285,7 @@ class Trainer:
             step=step, optimizer=self.optimizer.state_dict(), torch_rng=torch.get_rng_state(),
             cuda_rng=torch.cuda.get_rng_state_all() if self.device.startswith("cuda") else None,
         )
-        return ckpt.save_checkpoint(self.output_dir, self.model, self.tokenizer, state)
+        return ckpt.save_checkpoint(self.output_dir, self.model, self.processor or self.tokenizer, state)
 
     def _progress_bar(self) -> Any:
         return _StepProgress(self.start_step, self.config.steps, enabled=self.progress, console=self.console)
