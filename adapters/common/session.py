@@ -21,6 +21,7 @@ from typing import Any
 from gem_adapters.common.options import EpisodeOptions
 from gem_core import Env, make
 from gem_core.components import apply_wrappers
+from gem_core.images import images_of
 from gem_core.wrappers.observation import as_seen
 
 logger = logging.getLogger("gem_adapters")
@@ -63,6 +64,9 @@ class EnvSession:
         self.rewards: list[float] = []
         self.stop: str | None = None
         self.error: str | None = None  # what failed, when stop is env_error
+        #: The images of the latest observation (a visual task's ``info["images"]``, one per
+        #: ``<image>`` placeholder in its text; see :mod:`gem_core.images`).
+        self.images: list[Any] = []
 
     @classmethod
     def start(cls, env_id: str, seed: int | None, options: EpisodeOptions | None = None,
@@ -88,11 +92,12 @@ class EnvSession:
         play several episodes one after the other. A reset that raises is retried with other
         seeds (logged); if every attempt fails, the observation says so and the first step ends
         the episode."""
-        self.rewards, self.stop, self.error = [], None, None
+        self.rewards, self.stop, self.error, self.images = [], None, None, []
         for attempt in range(RESET_ATTEMPTS):
             seed = self.seed if self.seed is None or attempt == 0 else self.seed + attempt * RESEED_STRIDE
             try:
                 observation, info = await call_env(self.env, "reset", seed)
+                self.images = images_of(info)
                 return as_seen(observation, info)
             except Exception as error:  # noqa: BLE001 - environment code may raise anything
                 self.error = f"{type(error).__name__}: {error}"
@@ -114,9 +119,10 @@ class EnvSession:
             logger.error("Environment %s (seed %s) failed at turn %d; the episode ends truncated: %s",
                          self.env_id, self.seed, self.turns + 1, self.error)
             self.rewards.append(0.0)
-            self.stop = "env_error"
+            self.stop, self.images = "env_error", []
             return StepOutcome(f"The environment failed ({self.error}).", 0.0, self.stop)
         self.rewards.append(reward)
+        self.images = images_of(info)
         if terminated or truncated:
             self.stop = "terminated" if terminated else "truncated"
         elif self.turns == self.options.max_turns:

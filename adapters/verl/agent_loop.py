@@ -10,6 +10,13 @@ message, until the episode ends, ``gem.max_turns`` is reached or the response bu
 (``rollout.response_length``) runs out. Messages become tokens through verl's continuous-token
 builder, so the tokens trained on are exactly the tokens the model saw and wrote.
 
+A visual task's first observation goes to the model with its images (``info["images"]``):
+the user message holds image parts (:func:`gem_core.images.chat_message`), verl's
+vision-language token builder renders them through the model's processor, the server gets them as
+``image_data``, and the output's ``multi_modal_data`` carries them into training (the images as
+the environment drew them: the processor resizes them). Images in later observations are refused: verl's
+builder adds images only to the first prompt.
+
 The output's ``response_mask`` is 1 on the model's tokens and 0 on what the environment and the
 chat template inserted; ``rm_scores`` holds each turn's reward on that turn's last model token,
 which is where GEM's estimators inside verl (``algorithm.adv_estimator=rebn``) read per-turn
@@ -32,6 +39,7 @@ from gem_adapters.common.session import EnvSession
 from gem_adapters.common.turns import rewards_on_turn_ends, turn_end_positions
 from gem_adapters.verl import AGENT_LOOP_NAME
 from gem_core.errors import GemError
+from gem_core.images import chat_message
 
 #: Why an episode stopped, kept in ``extra_fields["gem_stop"]``: the session's reasons (see
 #: :mod:`gem_adapters.common.session`) or verl's token budget.
@@ -76,8 +84,11 @@ class GemAgentLoop(AgentLoopBase):
         timing: dict[str, float] = {}
         with simple_timer("tool_calls", timing):
             observation = await session.reset()
-        messages = [{"role": "user", "content": observation}]
-        tokens = await self.ct_build_initial_tokens(messages)
+        messages = [chat_message("user", observation, session.images)]
+        multi_modal_data = {"images": list(session.images)} if session.images else {}
+        self._assert_mm_supported(bool(multi_modal_data))
+        images = multi_modal_data.get("images")
+        tokens = await self.ct_build_initial_tokens(messages, images=images)
         num_messages = 1  # messages whose tokens are in the sequence
         mask: list[int] = []
         logprobs: list[float] | None = [] if sampling_params.get("logprobs") else None
@@ -92,7 +103,8 @@ class GemAgentLoop(AgentLoopBase):
             limit = min(budget, self.options.max_tokens_per_turn or budget)
             with simple_timer("generate_sequences", timing):
                 output = await self.server_manager.generate(
-                    request_id, prompt_ids=tokens, sampling_params={**sampling_params, "max_tokens": limit})
+                    request_id, prompt_ids=tokens, sampling_params={**sampling_params, "max_tokens": limit},
+                    **({"image_data": images} if images else {}))
             preempted = merge_server_fields(extra, output, preempted)
             generated = list(output.token_ids)
             if not generated:
@@ -112,6 +124,9 @@ class GemAgentLoop(AgentLoopBase):
             if outcome.done:
                 stop = outcome.stop
                 break
+            if session.images:
+                raise GemError(f"{session.env_id} shows images after its first observation, which the gem "
+                               "agent loop cannot give verl (its token builder adds images to the first prompt only).")
             before = [*messages, {"role": "assistant", "content": action}]
             messages = [*before, {"role": "user", "content": observation}]
             merged, next_mask, next_logprobs = await self.ct_merge_context_msg(
@@ -148,6 +163,7 @@ class GemAgentLoop(AgentLoopBase):
             metrics={"generate_sequences": timing.get("generate_sequences", 0.0),
                      "tool_calls": timing.get("tool_calls", 0.0), "num_preempted": preempted},
             extra_fields=extra,
+            multi_modal_data=multi_modal_data or None,
         )
 
 

@@ -71,7 +71,7 @@ class ScriptedServer:
 
         await asyncio.sleep(0)
         self.calls.append({"request_id": request_id, "prompt_ids": list(prompt_ids),
-                           "sampling_params": dict(sampling_params)})
+                           "sampling_params": dict(sampling_params), "image_data": kwargs.get("image_data")})
         text = self.answer(self.tokenizer.decode(prompt_ids, skip_special_tokens=False))
         ids = self.tokenizer.encode(text, add_special_tokens=False) + [self.tokenizer.eos_token_id]
         ids = ids[:sampling_params["max_tokens"]]
@@ -116,7 +116,8 @@ def run_config(written_run):
     return compose_config(written_run.config)
 
 
-def make_agent_loop(config: Any, server: Any, tokenizer: Any, *, hf_model_type: str | None = None):
+def make_agent_loop(config: Any, server: Any, tokenizer: Any, *, hf_model_type: str | None = None,
+                    processor: Any = None):
     """Instantiate the registered ``gem`` agent loop the way verl's agent-loop worker does.
     Call inside a running event loop."""
     import hydra
@@ -132,7 +133,7 @@ def make_agent_loop(config: Any, server: Any, tokenizer: Any, *, hf_model_type: 
         trainer_config=DictConfigWrap(config=config),
         server_manager=server,
         tokenizer=tokenizer,
-        processor=None,
+        processor=processor,
         hf_model_type=hf_model_type,
         dataset_cls=RLHFDataset,
         data_config=DictConfigWrap(config.data),

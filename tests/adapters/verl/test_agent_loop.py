@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -72,11 +73,11 @@ def row(env_id: str, seed: int) -> dict[str, Any]:
     return {"extra_info": {"env_id": env_id, "seed": seed, "index": 0}, "raw_prompt": [], "index": 0}
 
 
-def play(config, tokenizer, answer, kwargs, *, hf_model_type=None, logprobs=False):
+def play(config, tokenizer, answer, kwargs, *, hf_model_type=None, logprobs=False, processor=None):
     server = ScriptedServer(tokenizer, answer, logprobs=logprobs)
 
     async def go():
-        loop = make_agent_loop(config, server, tokenizer, hf_model_type=hf_model_type)
+        loop = make_agent_loop(config, server, tokenizer, hf_model_type=hf_model_type, processor=processor)
         return await loop.run({"temperature": 1.0, "top_p": 1.0, "logprobs": logprobs}, **kwargs)
 
     return asyncio.run(go()), server
@@ -352,3 +353,72 @@ def test_an_environment_failing_to_reset_gives_a_truncated_one_turn_episode(run_
     assert output.extra_fields["gem_stop"] == "env_error" and output.turn_rewards == [0.0]
     assert "failed to start" in chat_tokenizer.decode(output.prompt_ids)
     assert caplog.text.count("failed to reset") == 3  # the seed, then two others
+
+
+class Swatch(gem_core.Env):
+    """A visual task: a square of a seeded colour and a question; one answer ends it (reward 1 for
+    the colour's name). With ``turns=2`` a text-only follow-up comes first."""
+
+    COLOURS = {"red": (255, 0, 0), "green": (0, 255, 0), "blue": (0, 0, 255)}
+
+    def __init__(self, turns: int = 1):
+        self.turns = turns
+
+    def reset(self, seed=None, **options):
+        from PIL import Image
+
+        super().reset(seed)
+        self.colour, self.left = self.rng.choice(sorted(self.COLOURS)), self.turns
+        return "<image>\nWhich colour is this square?", {"images": [Image.new("RGB", (32, 32), self.COLOURS[self.colour])]}
+
+    def step(self, action):
+        self.left -= 1
+        if self.left:
+            return "Are you sure? Answer again.", 0.0, False, False, {}
+        return "Thanks.", float(self.colour in action), True, False, {}
+
+
+@pytest.fixture(scope="module")
+def vl_processor(chat_tokenizer):
+    """A real Idefics3 (SmolVLM layout) processor around the test tokenizer: 32-pixel images of 4
+    image tokens, the chat template the core stage's vision tests use."""
+    from transformers import Idefics3Processor
+    from transformers.models.idefics3.image_processing_pil_idefics3 import Idefics3ImageProcessorPil
+
+    template = Path(__file__).parents[2] / "vision" / "idefics3_template.jinja"
+    images = Idefics3ImageProcessorPil(size={"longest_edge": 64}, max_image_size={"longest_edge": 32},
+                                       do_image_splitting=False)
+    return Idefics3Processor(image_processor=images, tokenizer=chat_tokenizer, image_seq_len=4,
+                             chat_template=template.read_text())
+
+
+@pytest.mark.parametrize("turns", [1, 2])
+def test_a_visual_tasks_images_reach_the_server_and_verls_multimodal_fields(run_config, vl_processor, turns):
+    gem_core.register("testpack:Swatch-v0", Swatch, turns=turns)
+    try:
+        tokenizer = vl_processor.tokenizer
+        output, server = play(run_config, tokenizer, lambda prompt: "It is red.", row("testpack:Swatch-v0", 0),
+                              processor=vl_processor)
+    finally:
+        gem_core.registry.deregister("testpack:Swatch-v0")
+    images = output.multi_modal_data["images"]
+    assert len(images) == 1 and images[0].size == (32, 32)
+    image_token = tokenizer.convert_tokens_to_ids(vl_processor.image_token)
+    assert output.prompt_ids.count(image_token) == 4  # the placeholder, expanded into the image's tokens
+    assert len(server.calls) == turns and all(call["image_data"] == images for call in server.calls)
+    assert len(runs(output.response_mask)) == turns
+
+
+def test_images_after_the_first_observation_are_refused(run_config, vl_processor):
+    class Slideshow(Swatch):
+        def step(self, action):
+            observation, info = self.reset()
+            return observation, 0.0, False, False, info
+
+    gem_core.register("testpack:Slideshow-v0", Slideshow)
+    try:
+        with pytest.raises(GemError, match="shows images after its first observation"):
+            play(run_config, vl_processor.tokenizer, lambda prompt: "red", row("testpack:Slideshow-v0", 0),
+                 processor=vl_processor)
+    finally:
+        gem_core.registry.deregister("testpack:Slideshow-v0")
