@@ -144,14 +144,7 @@ def load_tokenizer(folder: Path, *, chat_template: str | os.PathLike[str] | None
 
     ``chat_template`` (a Jinja file) replaces or supplies the template.
     """
-    _require("transformers", "The local trainer")
-    from transformers import AutoTokenizer
-
-    source = _tokenizer_source(folder)
-    try:
-        tokenizer = AutoTokenizer.from_pretrained(source)
-    except (OSError, ValueError) as e:
-        raise ModelError(f"Cannot load a tokenizer from {str(source)!r}: {e}") from None
+    tokenizer, source = _load_text_side("AutoTokenizer", "tokenizer", folder)
     _set_chat_template(tokenizer, source, chat_template)
     _pad_left(tokenizer, source)
     return tokenizer
@@ -167,17 +160,23 @@ def is_vision_language(folder: Path) -> bool:
 def load_processor(folder: Path, *, chat_template: str | os.PathLike[str] | None = None) -> Any:
     """The processor of a vision-language model folder (its tokenizer padded on the left), whose
     chat template renders messages with image parts (see :mod:`gem_core.images`)."""
-    _require("transformers", "The local trainer")
-    from transformers import AutoProcessor
-
-    source = _tokenizer_source(folder)
-    try:
-        processor = AutoProcessor.from_pretrained(source)
-    except (OSError, ValueError) as e:
-        raise ModelError(f"Cannot load a processor from {str(source)!r}: {e}") from None
+    processor, source = _load_text_side("AutoProcessor", "processor", folder)
     _set_chat_template(processor, source, chat_template)
     _pad_left(processor.tokenizer, source)
     return processor
+
+
+def _load_text_side(auto: str, what: str, folder: Path) -> tuple[Any, Path]:
+    """``transformers.<auto>.from_pretrained`` on the folder holding the tokenizer files (a LoRA
+    adapter's base model when the adapter has none); returns it and that folder."""
+    _require("transformers", "The local trainer")
+    import transformers
+
+    source = _tokenizer_source(folder)
+    try:
+        return getattr(transformers, auto).from_pretrained(source), source
+    except (OSError, ValueError) as e:
+        raise ModelError(f"Cannot load a {what} from {str(source)!r}: {e}") from None
 
 
 def _set_chat_template(holder: Any, source: Path, chat_template: str | os.PathLike[str] | None) -> None:
