@@ -29,10 +29,17 @@ def play(env_id: str, seed: int | None, image_dir: str | None) -> None:
     from rich.panel import Panel
     from rich.text import Text
 
+    from gem_core.errors import GemError
+    from gem_core.multiagent import MultiAgentEnv
     from gem_core.registry import make
 
     console = Console(highlight=False)
     env = make(env_id)
+    if isinstance(env, MultiAgentEnv):
+        env.close()
+        raise GemError(f"{env_id} is a multi-agent environment: play one seat against its bots through the versus "
+                       f"wrapper, or every seat through self_play (the built-in games: {env_id}-vs-bot, "
+                       f"{env_id}-selfplay).")
     console.print(Text(COMMANDS_HELP, style="dim"))
     images = _ImageFiles(image_dir)
     episode = 0

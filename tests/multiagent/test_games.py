@@ -132,3 +132,11 @@ def test_a_person_can_play_against_the_bot_with_gem_play():
                          input="\\boxed{5}\n\\boxed{1}\n\\boxed{9}\n\\boxed{3}\n\\boxed{7}\n/quit\n")
     assert result.returncode == 0, result.stderr
     assert "You play" in result.stdout and "The game is over for you" in result.stdout
+
+
+def test_gem_play_on_a_raw_multi_agent_id_names_the_playable_ones():
+    from tests.helpers import gem_command
+
+    result = gem_command("play", "multiagent:Nim-v0", input="/quit\n")
+    assert result.returncode != 0 and "Traceback" not in result.stderr
+    assert "multiagent:Nim-v0-vs-bot" in result.stderr
