@@ -30,9 +30,9 @@ def config(**options: object) -> None:
     change oat flags on the printed command (e.g. --critic_type grpo, --beta 0.01).
     """
     from gem_adapters.common.cli import report_run, settings_from_options
+    from gem_adapters.common.launch import command_line
     from gem_adapters.common.settings import RunSettings
     from gem_adapters.oat.config import check, launch_argv
-    from gem_adapters.common.launch import command_line
 
     settings = settings_from_options(RunSettings, history_in_context=False, **options)
     check(settings)
