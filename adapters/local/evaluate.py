@@ -315,7 +315,8 @@ def _make_policy(settings: EvalSettings) -> tuple[Any, Any, str]:
         )
         return policy, MessagesTemplate(), f"{settings.model} at {settings.base_url}"
     from gem_adapters.local.models import (DEFAULT_MODEL, is_vision_language, load_model, load_processor,
-                                           load_tokenizer, resolve_device, resolve_dtype, resolve_model)
+                                           load_tokenizer, resolve_device, resolve_dtype, resolve_model,
+                                           sampling_model)
     from gem_adapters.local.sampling import LocalPolicy, SamplingSettings
 
     folder = resolve_model(settings.model or DEFAULT_MODEL)
@@ -323,7 +324,7 @@ def _make_policy(settings: EvalSettings) -> tuple[Any, Any, str]:
     tokenizer = processor.tokenizer if processor else load_tokenizer(folder, chat_template=settings.chat_template)
     device = resolve_device(settings.device)
     model = load_model(folder, device=device, dtype=resolve_dtype("auto", device), trainable=False)
-    policy = LocalPolicy(model, tokenizer, SamplingSettings(
+    policy = LocalPolicy(sampling_model(model), tokenizer, SamplingSettings(
         max_new_tokens=settings.max_new_tokens, temperature=settings.temperature, top_p=settings.top_p,
         batch_size=settings.concurrency,
     ), record=False, processor=processor)

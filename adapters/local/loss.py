@@ -11,14 +11,25 @@ where ``N`` is the number of response tokens in the whole optimisation batch. Tu
 episode share a sample when their prompts extend each other exactly (:class:`Sample`). Dividing by the
 batch total, not by each micro-batch, makes gradient accumulation exact: the summed gradients of
 the micro-batches equal the gradient of the batch in one piece.
+
+The opening that a micro-batch's prompts share (the instructions every episode of an environment
+starts with) is computed once, with its gradient, and every sample attends to its keys and
+values: the same loss and gradient as computing it per sample, for a fraction of the work.
 """
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+import numpy as np
+
+from gem_adapters.local.model_calls import cache_options, forward_parameters, recording_cache
+from gem_adapters.local.prefix_cache import common_prefix_length
+
+#: A shorter common opening is computed with each sample instead of once.
+MIN_SHARED_TOKENS = 16
 
 
 @dataclass
@@ -67,7 +78,8 @@ class Sample:
 
 @dataclass
 class PackedBatch:
-    """Samples laid out as ``[left padding | prompt | completion | right padding]``.
+    """Samples laid out as ``[left padding | prompt | completion | right padding]``, after the
+    ``shared_ids`` that every prompt starts with (computed once; none when empty).
 
     All completions start in the same column, so the logits that predict them are the last
     ``completion_ids.shape[1] + 1`` positions, the only ones the loss computes.
@@ -75,22 +87,37 @@ class PackedBatch:
 
     input_ids: Any  # long, batch x (P + C)
     attention_mask: Any  # long, batch x (P + C)
-    position_ids: Any  # long, batch x (P + C); counts only real tokens, as generation does
+    position_ids: Any  # long, batch x (P + C); counts only real tokens (the shared ones too), as generation does
     completion_ids: Any  # long, batch x C
     mask: Any  # float, batch x C: 1 on the model's own tokens
     advantages: Any  # float, batch x C
     vision: dict[str, Any] | None = None  # image inputs of a one-sample batch
+    shared_ids: Any = None  # long, 1 x S: the opening of every prompt, or None
 
     @property
     def num_tokens(self) -> int:
         return int(self.mask.sum().item())
 
 
+def shared_prefix_length(samples: Sequence[Sample]) -> int:
+    """How many leading prompt tokens all ``samples`` share, leaving each at least one prompt
+    token of its own; 0 when that is under :data:`MIN_SHARED_TOKENS`, for a single sample, or
+    with images."""
+    if len(samples) < 2 or any(s.vision is not None for s in samples):
+        return 0
+    first = np.asarray(samples[0].prompt_ids)
+    shared = min(len(s.prompt_ids) for s in samples) - 1
+    for sample in samples[1:]:
+        shared = min(shared, common_prefix_length(first, np.asarray(sample.prompt_ids)))
+    return shared if shared >= MIN_SHARED_TOKENS else 0
+
+
 def pack(samples: Sequence[Sample], pad_id: int, device: Any = "cpu") -> PackedBatch:
-    """Pad ``samples`` into one :class:`PackedBatch`."""
+    """Pad ``samples`` into one :class:`PackedBatch`, their shared opening apart."""
     import torch
 
-    prompt_len = max(len(s.prompt_ids) for s in samples)
+    shared = shared_prefix_length(samples)
+    prompt_len = max(len(s.prompt_ids) for s in samples) - shared
     completion_len = max(max(len(s.completion_ids) for s in samples), 1)
     n = len(samples)
     input_ids = torch.full((n, prompt_len + completion_len), pad_id, dtype=torch.long)
@@ -98,20 +125,21 @@ def pack(samples: Sequence[Sample], pad_id: int, device: Any = "cpu") -> PackedB
     mask = torch.zeros((n, completion_len), dtype=torch.float32)
     advantages = torch.zeros((n, completion_len), dtype=torch.float32)
     for row, s in enumerate(samples):
-        start = prompt_len - len(s.prompt_ids)
+        start = prompt_len - (len(s.prompt_ids) - shared)
         end = prompt_len + len(s.completion_ids)
-        input_ids[row, start:end] = torch.tensor(s.prompt_ids + s.completion_ids, dtype=torch.long)
+        input_ids[row, start:end] = torch.tensor(s.prompt_ids[shared:] + s.completion_ids, dtype=torch.long)
         attention[row, start:end] = 1
         mask[row, :len(s.mask)] = torch.tensor(s.mask, dtype=torch.float32)
         advantages[row, :len(s.advantages)] = torch.tensor(s.advantages, dtype=torch.float32)
-    position_ids = (attention.cumsum(-1) - 1).clamp(min=0)
+    position_ids = (attention.cumsum(-1) - 1).clamp(min=0) + shared
     vision = samples[0].vision if len(samples) == 1 else None
     if any(s.vision is not None for s in samples) and vision is None:
         raise ValueError("A sample with images must be packed alone (see micro_batches).")
+    shared_ids = torch.tensor([samples[0].prompt_ids[:shared]], dtype=torch.long).to(device) if shared else None
     return PackedBatch(
         input_ids.to(device), attention.to(device), position_ids.to(device),
         input_ids[:, prompt_len:].to(device), mask.to(device), advantages.to(device),
-        None if vision is None else {key: value.to(device) for key, value in vision.items()},
+        None if vision is None else {key: value.to(device) for key, value in vision.items()}, shared_ids,
     )
 
 
@@ -120,14 +148,23 @@ def completion_logprobs(model: Any, batch: PackedBatch) -> Any:
     import torch
 
     completion_len = batch.completion_ids.shape[1]
-    kwargs = {}
-    if _accepts_logits_to_keep(model):
+    kwargs: dict[str, Any] = {"use_cache": False}
+    attention_mask = batch.attention_mask
+    if "logits_to_keep" in forward_parameters(model):
         kwargs["logits_to_keep"] = completion_len + 1
     if batch.vision is not None:  # one unpadded sample: the model places its image tokens itself
         kwargs.update(batch.vision)
     else:
         kwargs["position_ids"] = batch.position_ids
-    out = model(input_ids=batch.input_ids, attention_mask=batch.attention_mask, use_cache=False, **kwargs)
+    if batch.shared_ids is not None:  # computed once; its keys and values serve every row
+        opening = recording_cache()
+        model(input_ids=batch.shared_ids, **cache_options(model, opening, logits_to_keep=1))
+        rows = batch.input_ids.shape[0]
+        cache = recording_cache([(keys.expand(rows, -1, -1, -1), values.expand(rows, -1, -1, -1))
+                                 for keys, values in (opening.kv[layer] for layer in range(len(opening.kv)))])
+        kwargs.update(cache_options(model, cache, logits_to_keep=kwargs.get("logits_to_keep")))
+        attention_mask = torch.cat([torch.ones_like(batch.shared_ids).expand(rows, -1), attention_mask], dim=1)
+    out = model(input_ids=batch.input_ids, attention_mask=attention_mask, **kwargs)
     logits = out.logits[:, -(completion_len + 1):-1, :].float()
     nll = torch.nn.functional.cross_entropy(
         logits.reshape(-1, logits.shape[-1]), batch.completion_ids.reshape(-1), reduction="none",
@@ -143,30 +180,25 @@ def reinforce_loss(model: Any, batch: PackedBatch, total_tokens: int) -> tuple[A
 
 
 def micro_batches(samples: Sequence[Sample], max_tokens: int) -> Iterator[list[Sample]]:
-    """Groups of samples whose padded layout (:func:`pack`) holds at most ``max_tokens`` tokens;
-    a sample longer than that, or one with images, forms a group alone. Samples are sorted by
-    length first, so each group wastes little padding."""
+    """Groups of samples whose padded layout (:func:`pack`) holds at most ``max_tokens`` tokens,
+    not counting the opening all samples share (computed once per group); a sample longer than
+    that, or one with images, forms a group alone. Samples are sorted by length first, so each
+    group wastes little padding."""
     for sample in samples:
         if sample.vision is not None:
             yield [sample]
-    order = sorted((s for s in samples if s.vision is None), key=lambda s: (len(s.prompt_ids) + len(s.completion_ids)))
+    text = [s for s in samples if s.vision is None]
+    shared = shared_prefix_length(text)
+    order = sorted(text, key=lambda s: (len(s.prompt_ids) + len(s.completion_ids)))
     group: list[Sample] = []
     prompt_len = completion_len = 0
     for sample in order:
-        p = max(prompt_len, len(sample.prompt_ids))
+        p = max(prompt_len, len(sample.prompt_ids) - shared)
         c = max(completion_len, len(sample.completion_ids))
         if group and (len(group) + 1) * (p + c) > max_tokens:
             yield group
-            group, p, c = [], len(sample.prompt_ids), len(sample.completion_ids)
+            group, p, c = [], len(sample.prompt_ids) - shared, len(sample.completion_ids)
         group.append(sample)
         prompt_len, completion_len = p, c
     if group:
         yield group
-
-
-def _accepts_logits_to_keep(model: Any) -> bool:
-    try:
-        forward = model.get_base_model().forward if hasattr(model, "get_base_model") else model.forward
-        return "logits_to_keep" in inspect.signature(forward).parameters
-    except (TypeError, ValueError):
-        return False

@@ -4,10 +4,12 @@ Peak memory is bounded by design: sampling holds one batch of at most ``episodes
 prompts, and the loss runs on micro-batches of at most ``micro_batch_tokens`` padded tokens (one
 longer sequence goes alone). The estimate adds, from the model's config:
 
-* weights, plus gradients and two AdamW moments of the trainable parameters;
+* weights, plus gradients and two AdamW moments of the trainable parameters, plus with LoRA the
+  copy of the weights with the adapters merged that sampling reads;
 * activations kept for the backward pass, per token: ``layers * (16 * hidden + 6 * intermediate)``
   values (measured on SmolLM2 at about 1.8 MB per token in float32, below this bound);
-* the key/value cache of one sampling batch.
+* the key/value cache of one sampling batch, and the prefix cache kept between turns (two
+  batches' worth at most).
 
 It is compared with the free memory of the device (RAM on CPU, free GPU memory on CUDA) and a
 shortfall raises :class:`MemoryBudgetError` naming the settings to lower.
@@ -46,6 +48,8 @@ def estimate_training_memory(model: Any, parameters: list[Any], config: Any) -> 
     total_params = sum(p.numel() for p in model.parameters())
     trainable = sum(p.numel() for p in parameters)
     static = total_params * element + trainable * element * 3
+    if getattr(config, "lora", False):
+        static += total_params * element  # the merged copy sampling reads
 
     layers = getattr(model_config, "num_hidden_layers", 12)
     hidden = getattr(model_config, "hidden_size", 768)
@@ -60,7 +64,7 @@ def estimate_training_memory(model: Any, parameters: list[Any], config: Any) -> 
     vocab = getattr(model_config, "vocab_size", 32000)
     batch = config.episodes_per_step
     kv_cache = batch * longest * layers * 2 * kv_heads * head_dim * element
-    sampling = kv_cache + batch * vocab * 4 * 4  # plus the logits of each decoding step
+    sampling = 3 * kv_cache + batch * vocab * 4 * 4  # the batch, the prefix cache, the logits of a step
     return MemoryEstimate(static, activations, sampling)
 
 

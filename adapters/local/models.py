@@ -289,6 +289,36 @@ def load_model(
     return model
 
 
+def sampling_model(model: Any, previous: Any = None) -> Any:
+    """The model to sample from: ``model`` itself, or for a peft LoRA model a plain copy with the
+    adapters merged into the weights (sampling through the adapters costs about a third more
+    time). ``previous``, a copy this function returned for the same model, is refreshed in place
+    with the adapters' current weights."""
+    try:
+        from peft import PeftModel
+        from peft.tuners.lora import LoraLayer
+    except ImportError:
+        return model
+    if not isinstance(model, PeftModel):
+        return model
+    import copy
+
+    import torch
+
+    only_lora = all("lora_" in name for name, p in model.named_parameters() if p.requires_grad)
+    if previous is None or not only_lora:  # other trained modules: merge a fresh copy
+        merged = copy.deepcopy(model).merge_and_unload()
+        merged.requires_grad_(False)
+        return merged.eval()
+    adapter = model.active_adapter
+    with torch.no_grad():
+        for name, module in model.get_base_model().named_modules():
+            if isinstance(module, LoraLayer):
+                weight = previous.get_submodule(name).weight
+                weight.copy_(module.base_layer.weight + module.get_delta_weight(adapter).to(weight.dtype))
+    return previous
+
+
 def _adapter_base(folder: Path) -> Path | None:
     """For a LoRA adapter folder, the base model folder it was trained on."""
     config_file = folder / "adapter_config.json"

@@ -5,9 +5,16 @@ tokenizer's chat template, as the ``concat_chat`` wrapper makes them) and return
 responses as text. It keeps the exact token ids it sampled, so training scores the very tokens the
 model produced rather than a re-tokenisation of their text.
 
+Text prompts are sampled by :class:`~gem_adapters.local.decoding.CachedDecoder`, which keeps
+the keys and values of what the model has read: the next turn of an episode reads only its new
+observation, and a prefix many prompts share is read once. The cache is emptied whenever the
+weights change (:meth:`LocalPolicy.set_model`).
+
 A vision-language model gets a prompt's images (``info["images"]``, one per image placeholder
-the chat template rendered) through its processor; such prompts are generated one at a time, and
-the processor's image inputs are kept with the sampled ids for training.
+the chat template rendered) through its processor; such prompts are generated one at a time with
+transformers' ``generate``, and the processor's image inputs are kept with the sampled ids for
+training. So are the prompts of models whose layers do not all keep a full key/value cache
+(sliding-window attention, recurrent layers).
 """
 
 from __future__ import annotations
@@ -37,6 +44,11 @@ class SamplingSettings:
     max_prompt_tokens: int = 1024
     batch_size: int = 32  # prompts generated together
 
+    @property
+    def cached_tokens(self) -> int:
+        """How many tokens the prefix cache keeps: two sampling batches' worth."""
+        return 2 * self.batch_size * (self.max_prompt_tokens + self.max_new_tokens)
+
 
 class LocalPolicy:
     """Samples one response per prompt from ``model``; callable on a list of prompts.
@@ -47,15 +59,30 @@ class LocalPolicy:
 
     def __init__(self, model: Any, tokenizer: Any, settings: SamplingSettings, *, record: bool = True,
                  processor: Any = None):
-        self.model = model
+        from gem_adapters.local.prefix_cache import PrefixCache
+
         self.tokenizer = tokenizer
         self.processor = processor  # a vision-language model's (images to model inputs)
         self.settings = settings
         self.record = record  # keep sampled token ids for training (see take_sampled)
         self.stop_ids = _stop_token_ids(model, tokenizer)
+        self.prefix_cache = PrefixCache(settings.cached_tokens)
+        self.set_model(model)
         self._sampled: dict[tuple[str, str], list[Sampled]] = defaultdict(list)
         self.generated_tokens = 0
         self.generation_seconds = 0.0
+
+    def set_model(self, model: Any) -> None:
+        """Sample from ``model`` from now on (call it whenever the weights change: the keys and
+        values cached for the old weights are dropped)."""
+        from gem_adapters.local.decoding import CachedDecoder, supports_cached_decoding
+
+        self.model = model
+        self.prefix_cache.clear()
+        self.decoder = None
+        if self.processor is None and supports_cached_decoding(model):
+            self.decoder = CachedDecoder(model, self.prefix_cache, stop_ids=self.stop_ids,
+                                         pad_id=self.tokenizer.pad_token_id)
 
     def __call__(self, prompts: list[str], infos: list[dict[str, Any]] | None = None) -> list[str]:
         images = [list((info or {}).get("images") or []) for info in infos] if infos else [[] for _ in prompts]
@@ -100,10 +127,29 @@ class LocalPolicy:
         """Sample a response (token ids, ending with a stop token unless cut off by
         ``max_new_tokens``) for each tokenised prompt; ``vision``: the image inputs of a single
         prompt."""
-        import torch
-
         if not prompts:
             return []
+        was_training = self.model.training
+        self.model.eval()
+        started = time.perf_counter()
+        try:
+            if self.decoder is not None and vision is None:
+                s = self.settings
+                responses = self.decoder.sample(prompts, max_new_tokens=s.max_new_tokens,
+                                                temperature=s.temperature, top_p=s.top_p)
+            else:
+                responses = self._generate_with_transformers(prompts, vision)
+        finally:
+            self.model.train(was_training)
+        self.generation_seconds += time.perf_counter() - started
+        self.generated_tokens += sum(len(r) for r in responses)
+        return responses
+
+    def _generate_with_transformers(self, prompts: list[list[int]], vision: dict[str, Any] | None) -> list[list[int]]:
+        """transformers' ``generate`` on the left-padded prompts (images, or models without a
+        full key/value cache)."""
+        import torch
+
         pad = self.tokenizer.pad_token_id
         width = max(len(p) for p in prompts)
         input_ids = torch.full((len(prompts), width), pad, dtype=torch.long)
@@ -119,18 +165,10 @@ class LocalPolicy:
             options.update(do_sample=True, temperature=s.temperature, top_p=s.top_p, top_k=0)
         else:
             options.update(do_sample=False, temperature=None, top_p=None, top_k=None)
-        was_training = self.model.training
-        self.model.eval()
-        started = time.perf_counter()
-        try:
-            with torch.inference_mode():
-                extra = {key: value.to(device) for key, value in (vision or {}).items()}
-                out = self.model.generate(
-                    input_ids=input_ids.to(device), attention_mask=attention.to(device), **extra, **options,
-                )
-        finally:
-            self.model.train(was_training)
-        self.generation_seconds += time.perf_counter() - started
+        with torch.inference_mode():
+            extra = {key: value.to(device) for key, value in (vision or {}).items()}
+            out = self.model.generate(input_ids=input_ids.to(device), attention_mask=attention.to(device),
+                                      **extra, **options)
         responses = []
         for row in out[:, width:].tolist():
             response = []
@@ -139,7 +177,6 @@ class LocalPolicy:
                 if token in self.stop_ids:
                     break
             responses.append(response)
-        self.generated_tokens += sum(len(r) for r in responses)
         return responses
 
     def take_sampled(self, prompt: str, action: str) -> Sampled | None:

@@ -39,6 +39,7 @@ from gem_adapters.local.models import (
     resolve_device,
     resolve_dtype,
     resolve_model,
+    sampling_model,
 )
 from gem_adapters.local.runtime import prefer_passive_openmp
 from gem_adapters.local.rollout import group_ids, slot_env_ids, step_seeds, training_samples
@@ -148,7 +149,7 @@ class Trainer:
             self.start_step = state.step
         else:
             torch.manual_seed(c.seed)
-        self.policy = LocalPolicy(self.model, self.tokenizer, SamplingSettings(
+        self.policy = LocalPolicy(sampling_model(self.model), self.tokenizer, SamplingSettings(
             max_new_tokens=c.max_new_tokens, temperature=c.temperature, top_p=c.top_p,
             max_prompt_tokens=c.max_prompt_tokens, batch_size=c.episodes_per_step,
         ), processor=self.processor)
@@ -258,6 +259,7 @@ class Trainer:
                 loss_sum += float(loss.detach())
             grad_norm = float(torch.nn.utils.clip_grad_norm_(self.parameters, c.max_grad_norm))
             self.optimizer.step()
+            self.policy.set_model(sampling_model(self.model, previous=self.policy.model))
         train_s = time.perf_counter() - train_started
 
         gen_s = self.policy.generation_seconds

@@ -155,3 +155,49 @@ def test_an_update_raises_the_likelihood_of_rewarded_responses_and_lowers_the_lo
     assert losses[-1] < losses[0]
     assert logps[-1][0] > logps[0][0]  # the rewarded response became likelier
     assert logps[-1][1] < logps[0][1]  # the penalised one less likely
+
+
+def test_a_shared_opening_gives_the_loss_and_gradient_of_computing_it_per_sample(tiny, tiny_model_dir, monkeypatch):
+    from gem_adapters.local import loss as loss_module
+    from gem_adapters.local.models import LoraSettings, load_model
+
+    rng = random.Random(4)
+    opening = [rng.randrange(3, 2000) for _ in range(24)]
+    samples = []
+    for k in range(5):
+        prompt = opening + [rng.randrange(3, 2000) for _ in range(k)]  # the fifth prompt has 4 tokens of its own
+        sample = Sample.turn(prompt, [rng.randrange(3, 2000) for _ in range(3 + k)], rng.uniform(-1, 1))
+        if k % 2:  # a later turn: an observation, then another response
+            sample.extend(sample.prompt_ids + sample.completion_ids + [7, 8, 9], [11, 12], 0.5)
+        samples.append(sample)
+    total = sum(s.num_model_tokens for s in samples)
+    model, _ = tiny
+    lora = load_model(tiny_model_dir, lora=LoraSettings(rank=4, alpha=8))
+    with torch.no_grad():
+        for name, p in lora.named_parameters():
+            if "lora_B" in name:
+                p.normal_(0, 0.1)
+
+    def loss_and_grads(m, share: bool):
+        monkeypatch.setattr(loss_module, "MIN_SHARED_TOKENS", 16 if share else 10**9)
+        batch = pack(samples, pad_id=2)
+        assert (batch.shared_ids is not None) == share
+        m.zero_grad()
+        value, _ = reinforce_loss(m, batch, total)
+        value.backward()
+        return value.item(), _grads(m)
+
+    for m in (model, lora):
+        shared_loss, shared_grads = loss_and_grads(m, True)
+        whole_loss, whole_grads = loss_and_grads(m, False)
+        assert shared_loss == pytest.approx(whole_loss, rel=1e-5)
+        assert len(shared_grads) == len(whole_grads) > 0
+        for a, b in zip(shared_grads, whole_grads):
+            torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-6)
+
+
+def test_micro_batches_budget_without_the_shared_opening():
+    opening = list(range(100, 160))
+    samples = [Sample.turn(opening + [k], [5, 6, 7], 1.0) for k in range(8)]
+    # each sample is 64 tokens, but only 4 of them (its last prompt token and response) are its own
+    assert [len(g) for g in micro_batches(samples, max_tokens=32)] == [8]

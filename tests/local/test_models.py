@@ -15,6 +15,7 @@ from gem_adapters.local.models import (
     load_tokenizer,
     packaged_gguf,
     resolve_model,
+    sampling_model,
 )
 from gem_core import GemError
 
@@ -91,3 +92,25 @@ def test_an_adapter_folder_loads_on_its_base(tiny_model_dir: Path, tmp_path: Pat
     (tmp_path / "adapter" / "adapter_config.json").write_text(json.dumps(config))
     with pytest.raises(GemError, match="not a local folder"):
         load_model(tmp_path / "adapter")
+
+
+def test_sampling_reads_a_merged_copy_that_follows_the_adapters(tiny_model_dir: Path):
+    import torch
+
+    model = load_model(tiny_model_dir, lora=LoraSettings(rank=4, alpha=8))
+    plain = load_model(tiny_model_dir)  # a plain model is sampled as it is
+    assert sampling_model(plain) is plain
+    ids = torch.tensor([[5, 6, 7, 8]])
+    before = {name: p.detach().clone() for name, p in model.named_parameters() if not p.requires_grad}
+    for round_ in range(2):
+        with torch.no_grad():
+            for name, p in model.named_parameters():
+                if "lora_B" in name:
+                    p.normal_(0, 0.05)
+        merged = sampling_model(model) if round_ == 0 else sampling_model(model, previous=merged)
+        assert not any(p.requires_grad for p in merged.parameters())
+        with torch.no_grad():
+            torch.testing.assert_close(merged(input_ids=ids).logits, model(input_ids=ids).logits, rtol=1e-4, atol=1e-5)
+    for name, p in model.named_parameters():  # the trained model's own weights are untouched
+        if not p.requires_grad:
+            torch.testing.assert_close(p, before[name])

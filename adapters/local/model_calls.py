@@ -1,0 +1,54 @@
+"""How this package calls a transformers causal language model, whichever version is installed:
+the keyword that passes a key/value cache, whether ``logits_to_keep`` is taken, and a cache that
+shows what it holds."""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from typing import Any
+
+
+def forward_parameters(model: Any) -> frozenset[str]:
+    """The keyword parameters of the model's forward (a peft model's base model's)."""
+    try:
+        forward = model.get_base_model().forward if hasattr(model, "get_base_model") else model.forward
+        return frozenset(inspect.signature(forward).parameters)
+    except (TypeError, ValueError):
+        return frozenset()
+
+
+def cache_options(model: Any, cache: Any, *, logits_to_keep: int | None = None) -> dict[str, Any]:
+    """Keyword arguments passing ``cache`` to the model (``cache=`` in recent transformers,
+    ``past_key_values=`` before) and, when the model takes it, ``logits_to_keep``."""
+    parameters = forward_parameters(model)
+    options = {"cache" if "cache" in parameters else "past_key_values": cache, "use_cache": True}
+    if logits_to_keep is not None and "logits_to_keep" in parameters:
+        options["logits_to_keep"] = logits_to_keep
+    return options
+
+
+def recording_cache(layers: list[tuple[Any, Any]] | None = None) -> Any:
+    """A transformers ``DynamicCache`` that also keeps, per layer, the full keys and values the
+    model last updated it to (``.kv``), filled with ``layers`` (keys, values) when given."""
+    cache = _recording_cache_class()()
+    for index, (keys, values) in enumerate(layers or ()):
+        cache.update(keys, values, index)
+    return cache
+
+
+@functools.cache
+def _recording_cache_class() -> type:
+    from transformers import DynamicCache
+
+    class RecordingCache(DynamicCache):
+        def __init__(self) -> None:
+            super().__init__()
+            self.kv: dict[int, tuple[Any, Any]] = {}
+
+        def update(self, key_states: Any, value_states: Any, layer_idx: int, *args: Any, **kwargs: Any) -> Any:
+            keys, values = super().update(key_states, value_states, layer_idx, *args, **kwargs)
+            self.kv[layer_idx] = (keys, values)
+            return keys, values
+
+    return RecordingCache

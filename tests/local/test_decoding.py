@@ -1,0 +1,175 @@
+"""Cached decoding: the same tokens as transformers' own generate, with each turn reading only its
+new tokens, shared openings read once, and a cache that stays within its budget."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from gem_adapters.local import decoding
+from gem_adapters.local.decoding import CachedDecoder, supports_cached_decoding
+from gem_adapters.local.prefix_cache import CachedPrefix, PrefixCache, common_prefix_length
+from gem_adapters.local.sampling import LocalPolicy, SamplingSettings
+
+
+def chat(tokenizer, *turns: str) -> list[int]:
+    """A conversation (user, assistant, user, ...) through the chat template, ready for a reply."""
+    messages = [{"role": "user" if k % 2 == 0 else "assistant", "content": text} for k, text in enumerate(turns)]
+    text = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+    return tokenizer.encode(text, add_special_tokens=False)
+
+
+def reference(model, tokenizer, prompt: list[int], max_new_tokens: int) -> list[int]:
+    """transformers' greedy generate on one unpadded prompt, cut after the first stop token."""
+    ids = torch.tensor([prompt])
+    out = model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), max_new_tokens=max_new_tokens,
+                         do_sample=False, pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id)
+    response = []
+    for token in out[0, len(prompt):].tolist():
+        response.append(token)
+        if token == tokenizer.eos_token_id:
+            break
+    return response
+
+
+class CountingModel(torch.nn.Module):
+    """Counts the tokens each forward pass reads (rows x columns of input_ids)."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.inner = model
+        self.config = model.config
+        self.read: list[int] = []
+
+    def forward(self, input_ids=None, attention_mask=None, position_ids=None, cache=None, past_key_values=None,
+                use_cache=None, logits_to_keep=0):
+        self.read.append(input_ids.numel())
+        options = {"cache": cache} if cache is not None else {"past_key_values": past_key_values}
+        return self.inner(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids,
+                          use_cache=use_cache, logits_to_keep=logits_to_keep, **options)
+
+
+@pytest.fixture()
+def model_and_tokenizer(tiny):
+    """The tiny model's shape with weights drawn wide enough (std 0.2) that its greedy choices
+    depend on the context: with the usual 0.02, it says the same token whatever it reads."""
+    from transformers import LlamaForCausalLM
+
+    model, tokenizer = tiny
+    config = model.config
+    config.initializer_range = 0.2
+    torch.manual_seed(0)
+    lively = LlamaForCausalLM(config).eval()
+    assert len({tuple(reference(lively, tokenizer, chat(tokenizer, f"Question {k}"), 4)) for k in range(4)}) > 1
+    return lively, tokenizer
+
+
+def test_greedy_decoding_gives_the_tokens_generate_gives_turn_after_turn(model_and_tokenizer):
+    model, tokenizer = model_and_tokenizer
+    cache = PrefixCache(100_000)
+    decoder = CachedDecoder(model, cache, stop_ids={tokenizer.eos_token_id}, pad_id=tokenizer.pad_token_id)
+    prompts = [chat(tokenizer, "Guess a number from 1 to 10."), chat(tokenizer, "Guess a number from 1 to 10."),
+               chat(tokenizer, "Hi"), chat(tokenizer, "Name three colours, then a fruit, then stop, please.")]
+    first = decoder.sample(prompts, max_new_tokens=7, temperature=0, top_p=1.0)
+    assert first == [reference(model, tokenizer, p, 7) for p in prompts]
+
+    # the next turn extends each conversation: only the new tokens are read
+    replies = [tokenizer.decode(r, skip_special_tokens=True) for r in first]
+    later = [chat(tokenizer, "Guess a number from 1 to 10.", replies[0], "Higher."),
+             chat(tokenizer, "Guess a number from 1 to 10.", replies[1], "Lower, and hurry up."),
+             chat(tokenizer, "Hi", replies[2], "Hello again"),
+             chat(tokenizer, "Name three colours, then a fruit, then stop, please.", replies[3], "Thanks")]
+    cached = [cache.longest_prefix(np.asarray(p))[1] for p in later]
+    assert all(n > len(p) // 2 for n, p in zip(cached, later))
+    second = decoder.sample(later, max_new_tokens=7, temperature=0, top_p=1.0)
+    assert second == [reference(model, tokenizer, p, 7) for p in later]
+
+
+def test_a_turn_reads_only_its_new_tokens_and_a_shared_opening_once(model_and_tokenizer):
+    model, tokenizer = model_and_tokenizer
+    counting = CountingModel(model)
+    decoder = CachedDecoder(counting, PrefixCache(100_000), stop_ids=set(), pad_id=tokenizer.pad_token_id)
+    prompt = chat(tokenizer, "Let's play Guess The Number. I am thinking of an integer from 1 to 10.")
+    decoder.sample([prompt] * 8, max_new_tokens=3, temperature=1.0, top_p=1.0)
+    # the opening once, then 8 rows of one token for each of the three decoding steps
+    assert counting.read == [len(prompt) - 1, 8, 8, 8]
+
+    counting.read.clear()
+    responses = decoder.sample([prompt], max_new_tokens=3, temperature=0, top_p=1.0)
+    extended = prompt + responses[0] + tokenizer.encode("<|im_end|>\n<|im_start|>user\nHigher.<|im_end|>\n"
+                                                         "<|im_start|>assistant\n", add_special_tokens=False)
+    counting.read.clear()
+    decoder.sample([extended], max_new_tokens=1, temperature=0, top_p=1.0)
+    new_tokens = len(extended) - len(prompt) - (len(responses[0]) - 1)  # the last sampled token was never read
+    assert counting.read == [new_tokens - 1, 1]
+
+
+def test_sampling_is_reproducible_and_respects_the_limits(model_and_tokenizer):
+    model, tokenizer = model_and_tokenizer
+    stop = tokenizer.eos_token_id
+    prompts = [chat(tokenizer, f"Question {k}") for k in range(5)]
+
+    def run(top_p: float) -> list[list[int]]:
+        torch.manual_seed(3)
+        decoder = CachedDecoder(model, PrefixCache(100_000), stop_ids={stop}, pad_id=tokenizer.pad_token_id)
+        return decoder.sample(prompts, max_new_tokens=6, temperature=1.0, top_p=top_p)
+
+    first = run(1.0)
+    assert first == run(1.0)
+    assert all(0 < len(r) <= 6 and (len(r) == 6 or r[-1] == stop) for r in first)
+    assert stop not in [t for r in first for t in r[:-1]]  # a response ends at its first stop token
+    # a nucleus this small keeps only the most likely token: greedy decoding
+    assert run(1e-9) == [reference(model, tokenizer, p, 6) for p in prompts]
+
+
+def test_rows_that_finish_early_leave_the_batch_and_the_rest_decode_on(model_and_tokenizer, monkeypatch):
+    model, tokenizer = model_and_tokenizer
+    prompts = [chat(tokenizer, f"Question number {k}" + " and more" * k) for k in range(8)]  # rows of different lengths
+    expected = [reference(model, tokenizer, p, 9) for p in prompts]
+    stops = {expected[0][1], expected[1][2]}  # two rows stop after two and three tokens
+    cut = [next((i + 1 for i, t in enumerate(r) if t in stops), len(r)) for r in expected]
+    selected: list[int] = []
+    select = decoding._Batch.select
+    monkeypatch.setattr(decoding._Batch, "select", lambda self, rows: (selected.append(len(rows)), select(self, rows)))
+    decoder = CachedDecoder(model, PrefixCache(100_000), stop_ids=stops, pad_id=tokenizer.pad_token_id)
+    assert decoder.sample(prompts, max_new_tokens=9, temperature=0, top_p=1.0) == [r[:n] for r, n in zip(expected, cut)]
+    assert selected  # the batch shrank
+
+
+def test_prefix_cache_finds_the_longest_prefix_drops_what_is_extended_and_keeps_its_budget():
+    def entry(ids: list[int]) -> CachedPrefix:
+        return CachedPrefix(np.asarray(ids), torch.zeros(1, 2, 1, len(ids), 1))
+
+    cache = PrefixCache(max_tokens=10)
+    cache.add(entry([1, 2, 3]))
+    cache.add(entry([1, 2, 9, 9]))
+    found, length = cache.longest_prefix(np.asarray([1, 2, 9, 7]))
+    assert found.ids.tolist() == [1, 2, 9, 9] and length == 3
+    cache.add(entry([1, 2, 3, 4, 5]))  # extends [1, 2, 3], which goes
+    assert len(cache) == 2 and cache.tokens == 9
+    cache.add(entry([7, 7, 7]))  # over budget: the least recently used ([1, 2, 9, 9], found above) goes
+    assert cache.tokens <= 10
+    assert cache.longest_prefix(np.asarray([1, 2, 3, 4, 5, 6]))[1] == 5
+    assert cache.longest_prefix(np.asarray([8]))[1] == 0
+    assert common_prefix_length(np.asarray([1, 2]), np.asarray([1, 2, 3])) == 2
+
+
+def test_models_without_a_full_cache_sample_through_transformers(model_and_tokenizer):
+    model, tokenizer = model_and_tokenizer
+    assert supports_cached_decoding(model)
+    model.config.sliding_window, model.config.use_sliding_window = 4, True
+    assert not supports_cached_decoding(model)
+    policy = LocalPolicy(model, tokenizer, SamplingSettings(max_new_tokens=4, temperature=0))
+    assert policy.decoder is None
+    prompt = chat(tokenizer, "Hi")
+    assert policy.generate([prompt]) == [reference(model, tokenizer, prompt, 4)]
+
+
+def test_new_weights_empty_the_cache(tiny):
+    model, tokenizer = tiny
+    policy = LocalPolicy(model, tokenizer, SamplingSettings(max_new_tokens=3, temperature=0))
+    policy.generate([chat(tokenizer, "Hi there, how are you today?")])
+    assert len(policy.prefix_cache) > 0
+    policy.set_model(model)
+    assert len(policy.prefix_cache) == 0
