@@ -16,6 +16,11 @@ from typing import Any
 
 from gem_core.errors import GemError, UnknownNameError
 
+#: The learning rate when none is set: with LoRA, and when training every weight.
+LORA_LR = 1e-3
+FULL_LR = 1e-5
+
+
 class ConfigError(GemError, ValueError):
     """A configuration value that cannot work, with the fix in the message."""
 
@@ -28,10 +33,10 @@ class TrainConfig:
     model: str = "smollm2"  # the built-in SmolLM2-135M-Instruct, or a local model folder
     estimator: str = "rebn"
     gamma: float = 0.9
-    steps: int = 6
+    steps: int = 14
     episodes_per_step: int = 16
     group_size: int = 1  # episodes per start state (seed); >= 2 for group estimators
-    learning_rate: float | None = None  # None: 5e-4 with LoRA, 1e-5 when training every weight
+    learning_rate: float | None = None  # None: LORA_LR with LoRA, FULL_LR when training every weight
     micro_batch_tokens: int = 1024  # padded tokens per forward/backward pass (gradients accumulate)
     max_grad_norm: float = 1.0
     weight_decay: float = 0.0
@@ -56,7 +61,7 @@ class TrainConfig:
         """The learning rate in effect (see ``learning_rate``)."""
         if self.learning_rate is not None:
             return self.learning_rate
-        return 5e-4 if self.lora else 1e-5
+        return LORA_LR if self.lora else FULL_LR
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

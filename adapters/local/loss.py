@@ -144,32 +144,78 @@ def pack(samples: Sequence[Sample], pad_id: int, device: Any = "cpu") -> PackedB
 
 
 def completion_logprobs(model: Any, batch: PackedBatch) -> Any:
-    """Log-probabilities (float32, batch x C) of the completion tokens under ``model``."""
+    """Log-probabilities (float32, batch x C) of the model's own completion tokens (``mask`` 1)
+    under ``model``; 0 at the environment's tokens.
+
+    Only those tokens' logits are computed when the model's logits are its output layer applied
+    to its decoder's last hidden state (checked once per model, see :func:`_decoder_and_head`):
+    in a multi-turn sample most completion tokens are observations, whose logits over the whole
+    vocabulary the loss never reads.
+    """
     import torch
 
+    split = None if batch.vision is not None else _decoder_and_head(model)
+    network = model if split is None else split[0]
     completion_len = batch.completion_ids.shape[1]
+    keep = completion_len + 1 if split is None and "logits_to_keep" in forward_parameters(model) else None
     kwargs: dict[str, Any] = {"use_cache": False}
     attention_mask = batch.attention_mask
-    if "logits_to_keep" in forward_parameters(model):
-        kwargs["logits_to_keep"] = completion_len + 1
     if batch.vision is not None:  # one unpadded sample: the model places its image tokens itself
         kwargs.update(batch.vision)
     else:
         kwargs["position_ids"] = batch.position_ids
+    if keep is not None:
+        kwargs["logits_to_keep"] = keep
     if batch.shared_ids is not None:  # computed once; its keys and values serve every row
         opening = recording_cache()
-        model(input_ids=batch.shared_ids, **cache_options(model, opening, logits_to_keep=1))
+        network(input_ids=batch.shared_ids, **cache_options(network, opening, logits_to_keep=1))
         rows = batch.input_ids.shape[0]
         cache = recording_cache([(keys.expand(rows, -1, -1, -1), values.expand(rows, -1, -1, -1))
                                  for keys, values in (opening.kv[layer] for layer in range(len(opening.kv)))])
-        kwargs.update(cache_options(model, cache, logits_to_keep=kwargs.get("logits_to_keep")))
+        kwargs.update(cache_options(network, cache, logits_to_keep=keep))
         attention_mask = torch.cat([torch.ones_like(batch.shared_ids).expand(rows, -1), attention_mask], dim=1)
-    out = model(input_ids=batch.input_ids, attention_mask=attention_mask, **kwargs)
-    logits = out.logits[:, -(completion_len + 1):-1, :].float()
-    nll = torch.nn.functional.cross_entropy(
-        logits.reshape(-1, logits.shape[-1]), batch.completion_ids.reshape(-1), reduction="none",
-    )
-    return -nll.view(batch.completion_ids.shape)
+    out = network(input_ids=batch.input_ids, attention_mask=attention_mask, **kwargs)
+    rows, columns = batch.mask.nonzero(as_tuple=True)
+    if split is None:
+        logits = out.logits[:, -(completion_len + 1):-1, :][rows, columns]
+    else:  # the state before each of the model's tokens, through the output layer
+        before = batch.input_ids.shape[1] - completion_len - 1
+        logits = split[1](out.last_hidden_state[rows, before + columns])
+    picked = -torch.nn.functional.cross_entropy(logits.float(), batch.completion_ids[rows, columns], reduction="none")
+    return torch.zeros(batch.completion_ids.shape, dtype=picked.dtype, device=picked.device).index_put((rows, columns), picked)
+
+
+_SPLIT_MODELS: Any = None  # weak map: model -> (decoder, output layer) or None
+
+
+def _decoder_and_head(model: Any) -> tuple[Any, Any] | None:
+    """The decoder and output layer of ``model`` when its logits are exactly the output layer
+    applied to the decoder's last hidden state, checked once per model on a few tokens (a model
+    that scales or caps its logits fails the check and is called whole)."""
+    global _SPLIT_MODELS
+    import weakref
+
+    import torch
+
+    if _SPLIT_MODELS is None:
+        _SPLIT_MODELS = weakref.WeakKeyDictionary()
+    if model in _SPLIT_MODELS:
+        return _SPLIT_MODELS[model]
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    split = None
+    try:
+        decoder, head = base.get_decoder(), base.get_output_embeddings()
+    except (AttributeError, NotImplementedError):
+        decoder = head = None
+    if decoder is not None and head is not None and decoder is not base:
+        ids = torch.arange(3, 7, device=head.weight.device)[None] % head.weight.shape[0]
+        with torch.no_grad():
+            whole = model(input_ids=ids, use_cache=False).logits
+            parts = head(decoder(input_ids=ids, use_cache=False).last_hidden_state)
+        if whole.shape == parts.shape and torch.allclose(whole.float(), parts.float(), rtol=1e-4, atol=1e-5):
+            split = (decoder, head)
+    _SPLIT_MODELS[model] = split
+    return split
 
 
 def reinforce_loss(model: Any, batch: PackedBatch, total_tokens: int) -> tuple[Any, Any]:

@@ -201,3 +201,42 @@ def test_micro_batches_budget_without_the_shared_opening():
     samples = [Sample.turn(opening + [k], [5, 6, 7], 1.0) for k in range(8)]
     # each sample is 64 tokens, but only 4 of them (its last prompt token and response) are its own
     assert [len(g) for g in micro_batches(samples, max_tokens=32)] == [8]
+
+
+def test_only_the_models_own_tokens_get_logits_and_a_model_that_scales_them_is_called_whole(tiny):
+    from gem_adapters.local import loss as loss_module
+
+    model, _ = tiny
+    model.eval()
+    sample = Sample.turn([5, 6, 7, 8], [20, 21, 22], 1.0)
+    sample.extend([5, 6, 7, 8, 20, 21, 22, 30, 31, 32], [40, 41], -1.0)  # an observation of three tokens, a response
+    batch = pack([sample, Sample.turn([9, 10], [50], 0.5)], pad_id=2)
+
+    def expected(scale: float) -> list[list[float]]:
+        rows = []
+        for s in (sample, Sample.turn([9, 10], [50], 0.5)):
+            ids = s.prompt_ids + s.completion_ids
+            logp = torch.log_softmax(scale * model(input_ids=torch.tensor([ids])).logits[0].float(), -1)
+            start = len(s.prompt_ids)
+            rows.append([logp[start - 1 + i, t].item() if m else 0.0 for i, (t, m) in enumerate(zip(s.completion_ids, s.mask))])
+        return rows
+
+    with torch.no_grad():
+        assert loss_module._decoder_and_head(model) is not None
+        got = completion_logprobs(model, batch)
+        want = expected(1.0)
+        assert got[0].tolist() == pytest.approx(want[0], abs=2e-4)
+        assert got[0, 3:6].tolist() == [0.0, 0.0, 0.0]  # the observation
+        assert got[1, :1].tolist() == pytest.approx(want[1], abs=2e-4)
+
+        want_scaled = expected(2.0)
+        forward = model.forward
+        model.forward = lambda *args, **kwargs: _scaled(forward(*args, **kwargs))
+        loss_module._SPLIT_MODELS.pop(model)  # checked once per model: check this one again
+        assert loss_module._decoder_and_head(model) is None
+        assert completion_logprobs(model, batch)[0].tolist() == pytest.approx(want_scaled[0], abs=2e-4)
+
+
+def _scaled(output):
+    output.logits = 2 * output.logits
+    return output
