@@ -2,22 +2,27 @@
 
 1. ReBN beats vanilla REINFORCE: success rate over training steps on an easy game
    (game:GuessTheNumber-v0-easy), same model, seeds and settings, only the estimator differs.
-2. A discount below 1 makes agents finish sooner: turns per episode on GuessTheNumber
-   (game:GuessTheNumber-v0, 1-20 in up to 20 turns) with gamma 0.9 versus 0.999, ReBN both times.
+2. A discount below 1 makes agents finish sooner: turns per episode with gamma 0.9 versus 0.999,
+   ReBN both times, on GuessTheNumber (``gpu`` preset: game:GuessTheNumber-v0, 1-20 in up to 20
+   turns, as in the paper; ``cpu`` preset: the easy game, 1-10 in up to 4 turns, since an
+   episode of 20 turns costs minutes per step on a CPU).
 
-Every run is `gem train` (the same Trainer class) with SmolLM2-135M-Instruct by default. The
-``cpu`` preset is a reduced run that fits in about a quarter of an hour on a 2-core machine: too
-few steps for firm conclusions, but every curve is real. The ``gpu`` preset is the meaningful one.
+Every run is `gem train` (the same Trainer class) with SmolLM2-135M-Instruct by default, over
+several seeds. The ``cpu`` preset is `gem train`'s default run (14 steps of 16 episodes, about
+five minutes each on 2 cores); a run that two experiments share (ReBN with gamma 0.9 on the easy
+game) is played once. The ``gpu`` preset is the paper's scale, small.
 
-    python scripts/reproduce_paper.py                      # the preset for this machine
-    python scripts/reproduce_paper.py --preset gpu --seeds 0 1 2
+    python scripts/reproduce_paper.py                      # the preset for this machine, seeds 0 1 2
+    python scripts/reproduce_paper.py --preset gpu --seeds 0 1 2 3
     python scripts/reproduce_paper.py --preset vision --model ~/models/SmolVLM-256M-Instruct
 
 The ``vision`` preset trains a vision-language model (a local folder saved with its processor)
 with ReBN on a generated visual task (vision:Geometry-v0), at the ``gpu`` preset's size.
 
-It prints a table (mean of the last steps of each run) and writes, under --out, the metrics of
-every run, ``claims.json``, ``claims.csv`` and ``claims.png``.
+For each claim it prints, per arm, the metric over the last steps of each seed, their mean and
+spread, and whether the arms separate beyond the noise across seeds (every seed of the arm the
+paper favours beats every seed of the other). Under --out it writes the runs, ``claims.json``,
+``claims.csv`` and ``claims.png`` (each seed's curve and the mean).
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -32,32 +38,37 @@ from typing import Any
 
 from gem_adapters.local.runtime import prefer_passive_openmp
 
+EASY_GAME = "game:GuessTheNumber-v0-easy"
+LONG_GAME = "game:GuessTheNumber-v0"
+VISUAL_TASK = "vision:Geometry-v0"
+
 PRESETS: dict[str, dict[str, Any]] = {
-    "cpu": {"steps": 4, "episodes_per_step": 16, "max_new_tokens": 16, "max_prompt_tokens": 768},
+    "cpu": {"steps": 14, "episodes_per_step": 16, "max_new_tokens": 16, "max_prompt_tokens": 1024},
     "gpu": {"steps": 40, "episodes_per_step": 64, "max_new_tokens": 256, "max_prompt_tokens": 2048},
     "vision": {"steps": 40, "episodes_per_step": 64, "max_new_tokens": 256, "max_prompt_tokens": 2048},
 }
-VISUAL_TASK = "vision:Geometry-v0"
-EASY_GAME = "game:GuessTheNumber-v0-easy"
-GAMMA_GAME = "game:GuessTheNumber-v0"
+#: The game of the gamma experiment, per preset.
+GAMMA_GAME = {"cpu": EASY_GAME, "gpu": LONG_GAME, "vision": LONG_GAME}
 
-#: experiment -> (environment, metric, {run label: settings})
-EXPERIMENTS: dict[str, tuple[str, str, dict[str, dict[str, Any]]]] = {
-    "rebn_vs_reinforce": (EASY_GAME, "success_rate", {
+#: experiment -> (environment, or None for the preset's gamma game; metric; the arm the paper
+#: favours is "higher" or "lower" on it; {arm label: settings}, the favoured arm first)
+EXPERIMENTS: dict[str, tuple[str | None, str, str, dict[str, dict[str, Any]]]] = {
+    "rebn_vs_reinforce": (EASY_GAME, "success_rate", "higher", {
         "ReBN": {"estimator": "rebn", "gamma": 0.9},
         "REINFORCE": {"estimator": "reinforce", "gamma": 0.9},
     }),
-    "gamma": (GAMMA_GAME, "turns_per_episode", {
+    "gamma": (None, "turns_per_episode", "lower", {
         "gamma 0.9": {"estimator": "rebn", "gamma": 0.9},
         "gamma 0.999": {"estimator": "rebn", "gamma": 0.999},
     }),
-    "vision": (VISUAL_TASK, "success_rate", {
+    "vision": (VISUAL_TASK, "success_rate", "higher", {
         "ReBN": {"estimator": "rebn", "gamma": 0.9},
     }),
 }
 #: What each preset runs unless --only says otherwise.
 PRESET_EXPERIMENTS = {"cpu": ("rebn_vs_reinforce", "gamma"), "gpu": ("rebn_vs_reinforce", "gamma"),
                       "vision": ("vision",)}
+TITLES = {"rebn_vs_reinforce": "ReBN vs REINFORCE", "gamma": "discount and episode length", "vision": "vision"}
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -66,7 +77,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--preset", choices=sorted(PRESETS), default=None,
                         help="Run size (default: gpu when a CUDA GPU is visible, else cpu).")
     parser.add_argument("--model", default="smollm2", help="Model folder, or smollm2 (default).")
-    parser.add_argument("--seeds", type=int, nargs="+", default=[0], help="Training seeds; curves are averaged.")
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2],
+                        help="Training seeds (default 0 1 2); each arm runs once per seed.")
     parser.add_argument("--steps", type=int, help="Override the preset's steps per run.")
     parser.add_argument("--episodes-per-step", type=int, help="Override the preset's batch size.")
     parser.add_argument("--only", choices=sorted(EXPERIMENTS), nargs="+", help="Run only these experiments.")
@@ -88,47 +100,59 @@ def run_experiments(args: argparse.Namespace) -> dict[str, Any]:
         preset["steps"] = args.steps
     if args.episodes_per_step:
         preset["episodes_per_step"] = args.episodes_per_step
-    results: dict[str, Any] = {"preset": preset_name, "settings": preset, "model": args.model, "experiments": {}}
+    results: dict[str, Any] = {"preset": preset_name, "settings": preset, "model": args.model,
+                               "seeds": args.seeds, "experiments": {}}
     chosen = args.only or PRESET_EXPERIMENTS[preset_name]
     if "vision" in chosen and args.model == "smollm2":
         raise SystemExit("The vision experiment trains a vision-language model: pass --model with a local folder "
                          "saved with its processor (e.g. SmolVLM-256M-Instruct).")
+    played: dict[tuple[Any, ...], list[dict[str, Any]]] = {}  # a run two experiments share is played once
     for name in chosen:
-        env_id, metric, runs = EXPERIMENTS[name]
-        experiment: dict[str, Any] = {"env": env_id, "metric": metric, "runs": {}}
-        for label, settings in runs.items():
-            curves = []
+        env_id, metric, better, arms = EXPERIMENTS[name]
+        env_id = env_id or GAMMA_GAME[preset_name]
+        experiment: dict[str, Any] = {"env": env_id, "metric": metric, "better": better, "runs": {}}
+        for label, settings in arms.items():
+            seeds = {}
             for seed in args.seeds:
-                folder = args.out / name / f"{label.replace(' ', '_')}-seed{seed}"
-                print(f"== {name}: {label}, seed {seed} -> {folder}", flush=True)
-                config = build_config({**preset, **settings, "envs": [env_id], "model": args.model,
-                                       "seed": seed, "output_dir": str(folder)})
-                curves.append(Trainer(config).run().records)
-            experiment["runs"][label] = average_curves(curves)
+                key = (env_id, settings["estimator"], settings["gamma"], seed)
+                if key not in played:
+                    run = f"{env_id.replace(':', '-')}-{settings['estimator']}-gamma{settings['gamma']}-seed{seed}"
+                    folder = args.out / "runs" / run
+                    print(f"== {name}: {label}, seed {seed} -> {folder}", flush=True)
+                    config = build_config({**preset, **settings, "envs": [env_id], "model": args.model,
+                                           "seed": seed, "output_dir": str(folder)})
+                    played[key] = Trainer(config).run().records
+                seeds[str(seed)] = played[key]
+            experiment["runs"][label] = seeds
         results["experiments"][name] = experiment
     return results
 
 
-def average_curves(curves: list[list[dict[str, Any]]]) -> list[dict[str, float]]:
-    """Per step, the mean of each metric over seeds."""
-    averaged = []
-    for records in zip(*curves):
-        keys = [k for k, v in records[0].items() if isinstance(v, (int, float))]
-        averaged.append({k: sum(r[k] for r in records) / len(records) for k in keys})
-    return averaged
+def last_mean(records: list[dict[str, Any]], metric: str, last: int) -> float:
+    tail = records[-last:]
+    return sum(r[metric] for r in tail) / len(tail)
 
 
 def summarise(results: dict[str, Any], last: int) -> list[dict[str, Any]]:
+    """One row per arm: the metric over the last steps of each seed, their mean and spread, and
+    whether the experiment's arms separate beyond the noise across seeds."""
     rows = []
     for name, experiment in results["experiments"].items():
-        metric = experiment["metric"]
-        for label, records in experiment["runs"].items():
-            tail = records[-last:]
+        metric, better = experiment["metric"], experiment["better"]
+        per_arm = {label: [last_mean(records, metric, last) for records in seeds.values()]
+                   for label, seeds in experiment["runs"].items()}
+        labels = list(per_arm)
+        separated = None
+        if len(labels) == 2:
+            favoured, other = per_arm[labels[0]], per_arm[labels[1]]
+            separated = min(favoured) > max(other) if better == "higher" else max(favoured) < min(other)
+        for label, values in per_arm.items():
             rows.append({
                 "experiment": name, "run": label, "env": experiment["env"], "metric": metric,
-                "first": records[0][metric], f"last_{last}_mean": sum(r[metric] for r in tail) / len(tail),
-                "mean_return_last": sum(r["mean_return"] for r in tail) / len(tail),
-                "steps": len(records),
+                f"last_{last}_per_seed": " ".join(f"{v:.2f}" for v in values),
+                "mean": statistics.fmean(values),
+                "spread": statistics.stdev(values) if len(values) > 1 else 0.0,
+                "separated": "" if separated is None else ("yes" if separated else "no"),
             })
     return rows
 
@@ -142,17 +166,23 @@ def plot(results: dict[str, Any], path: Path) -> None:
 
     experiments = results["experiments"]
     fig, axes = plt.subplots(1, len(experiments), figsize=(5.5 * len(experiments), 4), squeeze=False)
-    titles = {"rebn_vs_reinforce": "ReBN vs REINFORCE", "gamma": "discount and episode length"}
+    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     for ax, (name, experiment) in zip(axes[0], experiments.items()):
-        for label, records in experiment["runs"].items():
-            ax.plot([r["step"] for r in records], [r[experiment["metric"]] for r in records], marker="o", label=label)
-        ax.set_title(f"{titles.get(name, name)}\n{experiment['env']}")
+        metric = experiment["metric"]
+        for colour, (label, seeds) in zip(colours, experiment["runs"].items()):
+            curves = list(seeds.values())
+            for records in curves:
+                ax.plot([r["step"] for r in records], [r[metric] for r in records], color=colour, alpha=0.25, linewidth=1)
+            steps = [r["step"] for r in curves[0]]
+            mean = [statistics.fmean(step[metric] for step in column) for column in zip(*curves)]
+            ax.plot(steps, mean, color=colour, marker="o", markersize=3, linewidth=2, label=f"{label} (mean of {len(curves)})")
+        ax.set_title(f"{TITLES.get(name, name)}\n{experiment['env']}")
         ax.set_xlabel("step")
-        ax.set_ylabel(experiment["metric"].replace("_", " "))
+        ax.set_ylabel(metric.replace("_", " "))
         ax.grid(alpha=0.3)
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.legend()
-    fig.suptitle(f"GEM paper claims, {results['preset']} preset ({results['model']})")
+    fig.suptitle(f"GEM paper claims, {results['preset']} preset ({results['model']}); thin lines: single seeds")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -183,9 +213,10 @@ def main(argv: list[str] | None = None) -> int:
 
     from gem_core.cli.output import console
 
-    table = Table(title=f"paper claims, {results['preset']} preset, {results['seconds'] / 60:.1f} min")
+    table = Table(title=f"paper claims, {results['preset']} preset, seeds {' '.join(map(str, args.seeds))}, "
+                        f"{results['seconds'] / 60:.1f} min")
     for column in rows[0]:
-        table.add_column(column.replace("_", " "), justify="left" if column in ("experiment", "run", "env", "metric") else "right")
+        table.add_column(column.replace("_", " "), justify="right" if column in ("mean", "spread") else "left")
     for row in rows:
         table.add_row(*(f"{v:.3f}" if isinstance(v, float) else str(v) for v in row.values()))
     console().print(table)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import importlib.util
 import json
 from pathlib import Path
@@ -16,21 +17,44 @@ def load_script():
     return module
 
 
-def test_reproduce_script_runs_every_arm_and_writes_table_json_csv_and_plot(tiny_model_dir: Path, tmp_path: Path, capsys):
+def test_reproduce_script_runs_every_arm_once_per_seed_and_writes_table_json_csv_and_plot(
+        tiny_model_dir: Path, tmp_path: Path, capsys):
     script = load_script()
     code = script.main(["--model", str(tiny_model_dir), "--preset", "cpu", "--steps", "2", "--episodes-per-step", "2",
-                        "--out", str(tmp_path)])
+                        "--seeds", "0", "1", "--out", str(tmp_path)])
     assert code == 0
     results = json.loads((tmp_path / "claims.json").read_text())
-    assert results["preset"] == "cpu" and results["settings"]["steps"] == 2
+    assert results["preset"] == "cpu" and results["settings"]["steps"] == 2 and results["seeds"] == [0, 1]
     runs = {name: sorted(e["runs"]) for name, e in results["experiments"].items()}
     assert runs == {"rebn_vs_reinforce": ["REINFORCE", "ReBN"], "gamma": ["gamma 0.9", "gamma 0.999"]}
     for experiment in results["experiments"].values():
-        for records in experiment["runs"].values():
-            assert [r["step"] for r in records] == [1, 2]
-    saved = (tmp_path / "gamma" / "gamma_0.999-seed0" / "config.yaml").read_text()
-    assert "gamma: 0.999" in saved and "game:GuessTheNumber-v0\n" in saved
-    assert (tmp_path / "rebn_vs_reinforce" / "REINFORCE-seed0" / "config.yaml").read_text().count("estimator: reinforce") == 1
-    assert len((tmp_path / "claims.csv").read_text().splitlines()) == 5
+        assert experiment["env"] == "game:GuessTheNumber-v0-easy"  # the cpu preset's gamma game too
+        for seeds in experiment["runs"].values():
+            assert sorted(seeds) == ["0", "1"]
+            assert all([r["step"] for r in records] == [1, 2] for records in seeds.values())
+    # ReBN with gamma 0.9 serves both experiments: three settings, two seeds, six runs
+    played = sorted(folder.name for folder in (tmp_path / "runs").iterdir())
+    assert len(played) == 6
+    assert "gamma: 0.999" in (tmp_path / "runs" / "game-GuessTheNumber-v0-easy-rebn-gamma0.999-seed1" / "config.yaml").read_text()
+    assert results["experiments"]["gamma"]["runs"]["gamma 0.9"] == results["experiments"]["rebn_vs_reinforce"]["runs"]["ReBN"]
+    rows = list(csv.DictReader((tmp_path / "claims.csv").open()))
+    assert len(rows) == 4 and all(row["separated"] in ("yes", "no") for row in rows)
+    assert all(len(row["last_2_per_seed"].split()) == 2 for row in rows)
     assert (tmp_path / "claims.png").read_bytes()[:4] == b"\x89PNG"
     assert "paper claims" in capsys.readouterr().out
+
+
+def test_arms_separate_only_when_every_seed_of_the_favoured_arm_is_better():
+    script = load_script()
+
+    def results(favoured: list[float], other: list[float], better: str) -> dict:
+        def curves(values):
+            return {str(k): [{"step": 1, "m": v}] for k, v in enumerate(values)}
+        return {"experiments": {"x": {"env": "e", "metric": "m", "better": better,
+                                      "runs": {"A": curves(favoured), "B": curves(other)}}}}
+
+    assert script.summarise(results([0.5, 0.6], [0.1, 0.4], "higher"), 1)[0]["separated"] == "yes"
+    assert script.summarise(results([0.5, 0.6], [0.1, 0.55], "higher"), 1)[0]["separated"] == "no"
+    assert script.summarise(results([2.0, 2.5], [3.0, 3.5], "lower"), 1)[0]["separated"] == "yes"
+    row = script.summarise(results([0.5, 0.7], [0.1, 0.4], "higher"), 1)[0]
+    assert row["mean"] == 0.6 and row["last_1_per_seed"] == "0.50 0.70"

@@ -180,3 +180,17 @@ def test_each_rendering_extends_the_last(env_id, format, smollm2_tokenizer):
         seen = observation
         if terminated or truncated:
             break
+
+
+@pytest.mark.parametrize("format", ["concat", "concat_with_action", "concat_chat", "concat_chat_on_reset"])
+def test_tool_results_are_shown_in_the_history_as_they_were_seen(format, smollm2_tokenizer):
+    """A tool's result (a ``tool`` message in the chat formats, with the parsed call standing for
+    the action) reads the same in every later turn's history as when the agent saw it."""
+    options = {"tokenizer": smollm2_tokenizer} if format.startswith("concat_chat") else {}
+    env = wrap(gem_core.make("math:Arithmetic-v0+Tool"), format, **options)
+    seen = env.reset(seed=3)[0]
+    for action in ("Let me compute.\n<python>print(2 + 2)</python>", "<python>print(6 * 7)</python> and more", "\\boxed{3}"):
+        observation, *_ = env.step(action)
+        assert observation.startswith(seen.removesuffix("<|im_start|>assistant\n")), (seen, observation)
+        seen = observation
+    assert "42" in seen and "4\n" in seen
