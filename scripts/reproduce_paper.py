@@ -118,14 +118,34 @@ def run_experiments(args: argparse.Namespace) -> dict[str, Any]:
                 if key not in played:
                     run = f"{env_id.replace(':', '-')}-{settings['estimator']}-gamma{settings['gamma']}-seed{seed}"
                     folder = args.out / "runs" / run
-                    print(f"== {name}: {label}, seed {seed} -> {folder}", flush=True)
                     config = build_config({**preset, **settings, "envs": [env_id], "model": args.model,
                                            "seed": seed, "output_dir": str(folder)})
-                    played[key] = Trainer(config).run().records
+                    played[key] = finished_run(folder, config)
+                    if played[key] is None:
+                        print(f"== {name}: {label}, seed {seed} -> {folder}", flush=True)
+                        played[key] = Trainer(config).run().records
+                    else:
+                        print(f"== {name}: {label}, seed {seed}: finished earlier in {folder}", flush=True)
                 seeds[str(seed)] = played[key]
             experiment["runs"][label] = seeds
         results["experiments"][name] = experiment
     return results
+
+
+def finished_run(folder: Path, config: Any) -> list[dict[str, Any]] | None:
+    """The records of a run that an earlier call finished in ``folder`` with the same settings,
+    or None (so adding seeds to a finished experiment plays only the new ones)."""
+    from gem_adapters.local.config import load_config_file
+    from gem_adapters.local.metrics import MetricsLog
+
+    try:
+        saved = load_config_file(folder / "config.yaml")
+    except Exception:  # missing or unreadable: play the run
+        return None
+    records = MetricsLog(folder / "metrics.jsonl").read()
+    if saved != config.to_dict() or [r["step"] for r in records] != list(range(1, config.steps + 1)):
+        return None
+    return records
 
 
 def last_mean(records: list[dict[str, Any]], metric: str, last: int) -> float:

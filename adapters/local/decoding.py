@@ -21,7 +21,7 @@ without a sliding window, ...); :func:`supports_cached_decoding` tells.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -69,6 +69,8 @@ class CachedDecoder:
         ids = [np.asarray(prompt, dtype=np.int64) for prompt in prompts]
         if not ids:
             return []
+        if any(len(seq) == 0 for seq in ids):
+            raise ValueError("Every prompt needs at least one token to continue from.")
         with self._torch.inference_mode():
             self._cache_shared_prefixes([seq[:-1] for seq in ids])
             heads = self._read_prompts(ids)
@@ -104,19 +106,12 @@ class CachedDecoder:
             else:
                 heads.append(None)
                 missing.append((row, head, seq[cached:-1]))
-        missing.sort(key=lambda item: len(item[2]))
-        chunk: list[tuple[int, CachedPrefix, np.ndarray]] = []
-        for item in missing + [None]:  # None flushes the last chunk
-            if item is None or (chunk and (len(chunk) + 1) * len(item[2]) > PREFILL_TOKENS):
-                if chunk:
-                    rows = [row for row, _, _ in chunk]
-                    read = self._extend([head for _, head, _ in chunk], [new for _, _, new in chunk],
-                                        [ids[row][:-1] for row in rows])
-                    for row, head in zip(rows, read):
-                        heads[row] = head
-                chunk = []
-            if item is not None:
-                chunk.append(item)
+        for chunk in _by_length(missing, PREFILL_TOKENS):
+            rows = [row for row, _, _ in chunk]
+            read = self._extend([head for _, head, _ in chunk], [new for _, _, new in chunk],
+                                [ids[row][:-1] for row in rows])
+            for row, head in zip(rows, read):
+                heads[row] = head
         return heads  # type: ignore[return-value]
 
     def _extend(self, heads: list[CachedPrefix], new: list[np.ndarray], full: list[np.ndarray]) -> list[CachedPrefix]:
@@ -153,6 +148,20 @@ class CachedDecoder:
                 done = [False] * len(rows)
             batch.step(tokens)
         return responses
+
+
+def _by_length(items: list[tuple[int, CachedPrefix, np.ndarray]], budget: int,
+               ) -> Iterator[list[tuple[int, CachedPrefix, np.ndarray]]]:
+    """``(row, head, new tokens)`` items in chunks of similar length, shortest first, each holding
+    at most ``budget`` padded new tokens (a longer item alone)."""
+    chunk: list[tuple[int, CachedPrefix, np.ndarray]] = []
+    for item in sorted(items, key=lambda item: len(item[2])):
+        if chunk and (len(chunk) + 1) * len(item[2]) > budget:
+            yield chunk
+            chunk = []
+        chunk.append(item)
+    if chunk:
+        yield chunk
 
 
 def _head(entry: CachedPrefix | None, length: int) -> CachedPrefix:

@@ -43,6 +43,15 @@ def test_reproduce_script_runs_every_arm_once_per_seed_and_writes_table_json_csv
     assert (tmp_path / "claims.png").read_bytes()[:4] == b"\x89PNG"
     assert "paper claims" in capsys.readouterr().out
 
+    # a third seed plays only its own runs; the finished ones are read back
+    again = script.main(["--model", str(tiny_model_dir), "--preset", "cpu", "--steps", "2", "--episodes-per-step", "2",
+                         "--seeds", "0", "1", "2", "--out", str(tmp_path)])
+    assert again == 0
+    out = capsys.readouterr().out
+    assert out.count("finished earlier") == 6 and out.count("seed 2 ->") == 3
+    rerun = json.loads((tmp_path / "claims.json").read_text())
+    assert rerun["experiments"]["gamma"]["runs"]["gamma 0.999"]["1"] == results["experiments"]["gamma"]["runs"]["gamma 0.999"]["1"]
+
 
 def test_arms_separate_only_when_every_seed_of_the_favoured_arm_is_better():
     script = load_script()
