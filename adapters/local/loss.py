@@ -19,6 +19,7 @@ values: the same loss and gradient as computing it per sample, for a fraction of
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -185,20 +186,15 @@ def completion_logprobs(model: Any, batch: PackedBatch) -> Any:
     return torch.zeros(batch.completion_ids.shape, dtype=picked.dtype, device=picked.device).index_put((rows, columns), picked)
 
 
-_SPLIT_MODELS: Any = None  # weak map: model -> (decoder, output layer) or None
+_SPLIT_MODELS: weakref.WeakKeyDictionary[Any, tuple[Any, Any] | None] = weakref.WeakKeyDictionary()
 
 
 def _decoder_and_head(model: Any) -> tuple[Any, Any] | None:
     """The decoder and output layer of ``model`` when its logits are exactly the output layer
     applied to the decoder's last hidden state, checked once per model on a few tokens (a model
     that scales or caps its logits fails the check and is called whole)."""
-    global _SPLIT_MODELS
-    import weakref
-
     import torch
 
-    if _SPLIT_MODELS is None:
-        _SPLIT_MODELS = weakref.WeakKeyDictionary()
     if model in _SPLIT_MODELS:
         return _SPLIT_MODELS[model]
     base = model.get_base_model() if hasattr(model, "get_base_model") else model

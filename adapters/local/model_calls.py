@@ -11,8 +11,13 @@ from typing import Any
 
 def forward_parameters(model: Any) -> frozenset[str]:
     """The keyword parameters of the model's forward (a peft model's base model's)."""
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    return _parameters(type(base).forward)
+
+
+@functools.lru_cache(maxsize=None)
+def _parameters(forward: Any) -> frozenset[str]:
     try:
-        forward = model.get_base_model().forward if hasattr(model, "get_base_model") else model.forward
         return frozenset(inspect.signature(forward).parameters)
     except (TypeError, ValueError):
         return frozenset()
