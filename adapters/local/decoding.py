@@ -53,25 +53,24 @@ class CachedDecoder:
     """Samples responses for tokenised prompts, keeping what it computed in ``cache``."""
 
     def __init__(self, model: Any, cache: PrefixCache, *, stop_ids: set[int], pad_id: int):
-        import torch
-
         self.model = model
         self.cache = cache
         self.stop_ids = stop_ids
         self.pad_id = pad_id
         self.device = next(model.parameters()).device
-        self._torch = torch
 
     def sample(self, prompts: Sequence[Sequence[int]], *, max_new_tokens: int, temperature: float,
                top_p: float) -> list[list[int]]:
         """One response per prompt: sampled token ids, ending with a stop token unless cut off at
         ``max_new_tokens``. ``temperature`` 0 is greedy."""
+        import torch
+
         ids = [np.asarray(prompt, dtype=np.int64) for prompt in prompts]
         if not ids:
             return []
         if any(len(seq) == 0 for seq in ids):
             raise ValueError("Every prompt needs at least one token to continue from.")
-        with self._torch.inference_mode():
+        with torch.inference_mode():
             self._cache_shared_prefixes([seq[:-1] for seq in ids])
             heads = self._read_prompts(ids)
             return self._decode(ids, heads, max_new_tokens, temperature, top_p)
@@ -123,7 +122,8 @@ class CachedDecoder:
 
     def _decode(self, ids: list[np.ndarray], heads: list[CachedPrefix], max_new_tokens: int,
                 temperature: float, top_p: float) -> list[list[int]]:
-        torch = self._torch
+        import torch
+
         batch = _Batch(self, heads, [seq[-1:] for seq in ids], extra_columns=max_new_tokens)
         responses: list[list[int]] = [[] for _ in ids]
         rows = list(range(len(ids)))  # batch row -> prompt index
@@ -193,7 +193,8 @@ class _Batch:
 
     def __init__(self, decoder: CachedDecoder, heads: list[CachedPrefix], new: list[np.ndarray], *,
                  extra_columns: int):
-        torch = decoder._torch
+        import torch
+
         self.decoder = decoder
         rows = len(heads)
         cached = max(len(head) for head in heads)
@@ -230,7 +231,8 @@ class _Batch:
 
     def select(self, rows: list[int]) -> None:
         """Keep only these rows."""
-        torch = self.decoder._torch
+        import torch
+
         index = torch.tensor(rows, device=self.mask.device)
         layers = self.cache.kv
         self.cache = recording_cache([(layers[layer][0].index_select(0, index), layers[layer][1].index_select(0, index))
@@ -240,7 +242,8 @@ class _Batch:
 
     def row_kv(self, row: int) -> Any:
         """One row's keys and values without padding: layers x 2 x kv_heads x tokens x head_dim."""
-        torch = self.decoder._torch
+        import torch
+
         columns = self.mask[row, :self.width].nonzero().squeeze(1)
         layers = self.cache.kv
         return torch.stack([torch.stack((layers[layer][0][row].index_select(1, columns),
