@@ -164,7 +164,8 @@ class MediaWikiStub:
 
     def answer(self, query: dict) -> dict:
         if query.get("list") == "random":
-            return {"batchcomplete": True, "query": {"random": [{"id": 1, "ns": 0, "title": "Computer"}]}}
+            title = ["Computer", "Europe"][sum(q.get("list") == "random" for q in self.requests) % 2]
+            return {"batchcomplete": True, "query": {"random": [{"id": 1, "ns": 0, "title": title}]}}
         title = query.get("titles", "")
         result: dict = {"batchcomplete": True, "query": {}}
         if title in REDIRECTS:
