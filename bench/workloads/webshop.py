@@ -117,6 +117,10 @@ def measure(data: dict, episodes: int) -> dict:
             "click_ms": 1000 * statistics.median(clicks), "rss_mb": rss_mb}
 
 
+def _label(count: int) -> str:
+    return f"{count // 1000}k" if count >= 1000 else str(count)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--impl", choices=("ours", "reference"), default="ours")
@@ -141,7 +145,7 @@ def main() -> None:
     if not (folder / "items_human_ins.json").is_file():
         generate_catalogue(folder, count)
     metrics = {}
-    for label, data in (("sample", {"data_dir": SAMPLE_DIR, "split": "all"}), (f"{count // 1000}k", {"data_dir": str(folder)})):
+    for label, data in (("sample", {"data_dir": SAMPLE_DIR, "split": "all"}), (_label(count), {"data_dir": str(folder)})):
         start = time.perf_counter()  # the first make builds the database and index (once per file version)
         build = subprocess.run([sys.executable, "-c", "import gem_core, json, sys, resource; "
                                 "gem_core.make('webshop:train-text', **json.loads(sys.argv[1])); "
