@@ -19,7 +19,7 @@ def gem_register_envs(register):
             register(f"webshop:{split}-{mode}", _ENV, observation_mode=mode, split=split, offline=False,
                      requires=_REQUIRES, **_RULES,
                      description=f"Find and buy the product an instruction describes ({split} goals, {mode} pages). "
-                                 "Needs upstream WebShop's files (data_dir= or $GEM_WEBSHOP_DATA) and [envs,tools].")
+                                 "Needs upstream WebShop's files (data_dir= or $GEM_WEBSHOP_DATA) and the envs and tools extras.")
             # the spellings the reference's README and tests use, though it never registered them
             names = [f"webshop:Webshop-{split}-{mode}"] + ([f"webshop:Webshop-{split}"] if mode == "text" else [])
             for name in names:
@@ -27,4 +27,4 @@ def gem_register_envs(register):
                          description=f"The reference's spelling of webshop:{split}-{mode}.")
         register(f"webshop:sample-{mode}", _ENV, observation_mode=mode, split="all", data_dir=SAMPLE_DIR,
                  requires=_REQUIRES, **_RULES,
-                 description=f"WebShop on the small catalogue GEM ships ({mode} pages, offline; needs [envs,tools]).")
+                 description=f"WebShop on the small catalogue GEM ships ({mode} pages, offline; extras envs and tools).")

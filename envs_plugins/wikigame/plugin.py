@@ -4,7 +4,7 @@
 from gem_core import hookimpl
 
 _ENV = "gem_envs.wikigame.env:WikiGameEnv"
-_NEEDS = "Needs a Wikipedia ZIM file (zim_path=, [envs]) or backend='mw' (live Wikipedia, [tools])."
+_NEEDS = "Needs a Wikipedia ZIM file (zim_path=; extra envs) or backend='mw' (live Wikipedia; extra tools)."
 
 
 @hookimpl
