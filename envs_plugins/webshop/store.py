@@ -168,12 +168,17 @@ def find_files(data_dir: str | os.PathLike[str]) -> dict[str, Path | None]:
 
 @functools.lru_cache(maxsize=4)
 def _open_cached(stamp: str, products: str, attributes: str, instructions: str | None, human_goals: bool) -> Shop:
+    import fcntl
+
     folder = _folder_for(Path(products), stamp)
     ready = folder / "ready.json"
-    if not (ready.is_file() and ready.read_text() == stamp):
-        _build(folder, stamp, Path(products), Path(attributes), Path(instructions) if instructions else None,
-               human_goals)
-    return Shop(folder)
+    with open(folder / ".lock", "w") as lock:  # one process builds; the others wait, then read
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (ready.is_file() and ready.read_text() == stamp):
+            ready.unlink(missing_ok=True)
+            _build(folder, stamp, Path(products), Path(attributes), Path(instructions) if instructions else None,
+                   human_goals)
+        return Shop(folder)
 
 
 def _folder_for(products: Path, stamp: str) -> Path:
