@@ -308,8 +308,9 @@ def _open_source(backend: str, *, zim_path, url, delay_ms, trawler_kwargs) -> Wi
     if backend == "mw":
         from gem_envs.wikigame.mediawiki import WIKIPEDIA_API, MediaWikiApi
 
-        delay = options.pop("query_delay_ms", delay_ms)
-        return MediaWikiApi(url or options.pop("url", WIKIPEDIA_API), delay_ms=delay)
+        # the reference's trawler_kwargs; pages are always cached here (query_use_cache)
+        return MediaWikiApi(url or options.get("url", WIKIPEDIA_API), delay_ms=options.get("query_delay_ms", delay_ms),
+                            attempts=options.get("max_query_attempts", 3))
     from gem_envs.wikigame.zim import ZimWiki, find_zim
 
     return ZimWiki(find_zim(zim_path, options.get("zimfile")))
