@@ -34,6 +34,7 @@ checks = {  # one environment per pack whose files ship as package data
     "game:Wordle-v0": {}, "game:Hangman-v0": {}, "game:Sudoku-v0-hard": {}, "game:Sokoban-v0": {},
     "game:Crosswords-v0": {}, "game:WordSearch-v0": {}, "rg:leg_counting": {}, "qa:Almanac-v0": {},
     "terminal:csv-column-sum-v0": {}, "multiagent:RetailService-v0-assistant": {},
+    "webshop:sample-text": {},
 }
 for env_id, options in checks.items():
     env = gem_core.make(env_id, **options)
