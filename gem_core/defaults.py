@@ -1,17 +1,9 @@
-"""gem_core's own plugin: the wrappers, tools and advantage estimators that ship with the core, and
-the ``remote:{url}`` environments (any environment served over OpenEnv's protocol).
+"""gem_core's own plugin: the wrappers, tools and advantage estimators that ship with the core.
 
 It is registered through the same hooks as any third-party plugin, and always loads.
 """
 
 from gem_core.hookspecs import hookimpl
-
-
-@hookimpl
-def gem_register_envs(register):
-    register("remote:{url}", "gem_core.remote.env:RemoteEnv", offline=False, requires={"websockets": "openenv"},
-             description="An environment served over OpenEnv's protocol at url (`gem serve` or any OpenEnv "
-                         "server), e.g. remote:http://127.0.0.1:8000.")
 
 
 @hookimpl

@@ -112,8 +112,9 @@ class RemoteEnv(Env):
         self.close()
         headers = {"Authorization": f"Bearer {self.token}"} if self.token else None
         try:
-            self._ws = connect(self.ws_url, open_timeout=self.connect_timeout, additional_headers=headers,
-                               compression=None, max_size=None, close_timeout=1)
+            connection = connect(self.ws_url, open_timeout=self.connect_timeout, additional_headers=headers,
+                                 compression=None, max_size=None, close_timeout=1)
+            self._ws = connection.__enter__()  # entered as a context manager, which newer websockets require
         except InvalidStatus as e:
             status = e.response.status_code
             hint = (f" (set {TOKEN_ENV} or pass token=...)" if status in (401, 403) else "")

@@ -48,6 +48,7 @@ from gem_core.remote.protocol import ProtocolError
 
 logger = logging.getLogger("gem_core.remote")
 
+REFUSAL_LINGER_S = 5.0  # how long a refused session stays open for the client's first message
 SLOW_CALL_S = 0.002  # an inline call slower than this sends the session's later calls to a thread
 INLINE, THREAD, AWAIT = "inline", "thread", "await"
 
@@ -144,6 +145,10 @@ class EnvServer:
             await _send(websocket, protocol.error(
                 f"The server is at capacity ({self.max_sessions} sessions); try again later.",
                 protocol.CAPACITY_REACHED, active_sessions=len(self.sessions), max_sessions=self.max_sessions))
+            try:  # a client reads the error as the answer to its first message: close once that came
+                await asyncio.wait_for(websocket.receive(), REFUSAL_LINGER_S)
+            except Exception:  # noqa: BLE001 - timed out, or the client left
+                pass
             await _close(websocket, 1013, "at capacity")
             return
         session = Session(websocket)
