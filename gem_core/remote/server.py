@@ -165,7 +165,7 @@ class EnvServer:
             session.route, session.decided = _route(session.env)
             while session.id in self.sessions:
                 message = await websocket.receive()
-                if message["type"] == "websocket.disconnect":
+                if message["type"] == "websocket.disconnect" or session.env is None:  # left, or closed as idle
                     break
                 session.busy = True
                 try:
@@ -449,12 +449,13 @@ def serve(env_id: str, *, host: str = "127.0.0.1", port: int = 8000, max_session
     server = EnvServer(partial(make, env_id, **env_kwargs), env_id, max_sessions=max_sessions,
                        session_timeout=session_timeout, token=token, description=spec(env_id).description)
     server._http_env = first
+    ipv6 = ":" in host
     try:
-        sock = socket.create_server((host, port))
+        sock = socket.create_server((host, port), family=socket.AF_INET6 if ipv6 else socket.AF_INET)
     except OSError as e:
         first.close()
         raise GemError(f"Cannot listen on {host}:{port}: {e}") from None
     bound = sock.getsockname()[1]
     config = uvicorn.Config(server.app(), log_level=log_level, lifespan="on")
-    announce(f"http://{host}:{bound}")
+    announce(f"http://{f'[{host}]' if ipv6 else host}:{bound}")
     uvicorn.Server(config).run(sockets=[sock])
