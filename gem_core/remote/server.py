@@ -142,14 +142,10 @@ class EnvServer:
             return
         await websocket.accept()
         if len(self.sessions) >= self.max_sessions:
-            await _send(websocket, protocol.error(
+            await _refuse(websocket, protocol.error(
                 f"The server is at capacity ({self.max_sessions} sessions); try again later.",
-                protocol.CAPACITY_REACHED, active_sessions=len(self.sessions), max_sessions=self.max_sessions))
-            try:  # a client reads the error as the answer to its first message: close once that came
-                await asyncio.wait_for(websocket.receive(), REFUSAL_LINGER_S)
-            except Exception:  # noqa: BLE001 - timed out, or the client left
-                pass
-            await _close(websocket, 1013, "at capacity")
+                protocol.CAPACITY_REACHED, active_sessions=len(self.sessions), max_sessions=self.max_sessions),
+                1013, "at capacity")
             return
         session = Session(websocket)
         self.sessions[session.id] = session  # reserved while the environment is made
@@ -158,9 +154,8 @@ class EnvServer:
                 session.env = await asyncio.get_running_loop().run_in_executor(self._executor, self.env_factory)
             except Exception as e:  # noqa: BLE001 - environment code may raise anything
                 logger.error("Making %s for a session failed: %s: %s", self.env_id, type(e).__name__, e)
-                await _send(websocket, protocol.error(f"Making {self.env_id} failed: {type(e).__name__}: {e}",
-                                                      protocol.FACTORY_ERROR))
-                await _close(websocket, 1011, "environment failed to start")
+                await _refuse(websocket, protocol.error(f"Making {self.env_id} failed: {type(e).__name__}: {e}",
+                                                        protocol.FACTORY_ERROR), 1011, "environment failed to start")
                 return
             session.route, session.decided = _route(session.env)
             while session.id in self.sessions:
@@ -398,6 +393,17 @@ def _route(env: Env) -> tuple[str, bool]:
     if kind == VECTOR_THREAD:
         return THREAD, True
     return INLINE, declared_blocking(env) is not None
+
+
+async def _refuse(websocket, message: dict[str, Any], code: int, reason: str) -> None:
+    """Answer a session that cannot start with ``message``, then close it. A client reads the
+    error as the reply to its first message, so the connection stays open until that comes."""
+    await _send(websocket, message)
+    try:
+        await asyncio.wait_for(websocket.receive(), REFUSAL_LINGER_S)
+    except Exception:  # noqa: BLE001 - timed out, or the client left
+        pass
+    await _close(websocket, code, reason)
 
 
 async def _send(websocket, message: dict[str, Any]) -> bool:

@@ -183,3 +183,16 @@ def test_an_environment_that_raises_ends_its_episode_with_a_fault_not_the_server
             env.step("raise")
         assert env.reset()[0] == "ready"
         env.close()
+
+
+def test_an_environment_that_cannot_be_made_refuses_the_session_clearly():
+    def broken():
+        raise OSError("the dataset is missing")
+
+    server = EnvServer(broken, "test:Broken", max_sessions=2)
+    with in_thread(server.app()) as url:
+        with pytest.raises(RemoteEnvError, match="Making test:Broken failed: OSError: the dataset is missing"):
+            gem_core.make(f"remote:{url}")
+        with GenericEnvClient(base_url=url).sync() as client, pytest.raises(RuntimeError, match="FACTORY_ERROR"):
+            client.reset()
+        assert not server.sessions
