@@ -109,7 +109,9 @@ def register(
     """Register an environment id.
 
     Constructor defaults are given as keywords (``register("game:X-v0", "pkg.mod:X",
-    max_turns=7)``) or as a ``kwargs`` mapping. Registering an id twice raises
+    max_turns=7)``) or as a ``kwargs`` mapping. An id ``category:{keyword}`` registers a family:
+    every id ``category:<rest>`` not registered itself makes this spec with ``keyword=<rest>``
+    (``remote:{url}``: ``make("remote:http://host:8000")``). Registering an id twice raises
     :class:`~gem_core.errors.DuplicateRegistrationError` naming both sources.
     """
     spec = build_spec(
