@@ -31,6 +31,7 @@ from gem_core.errors import (
 )
 
 _ID_PATTERN = re.compile(r"^[A-Za-z0-9_.\-]+(:[^\s:]+)?$")  # the category is optional (gem-llm's "sokoban")
+_FAMILY_PATTERN = re.compile(r"^([A-Za-z0-9_.\-]+):\{([A-Za-z_][A-Za-z0-9_]*)\}$")  # "remote:{url}"
 
 
 @dataclass(frozen=True)
@@ -108,7 +109,9 @@ def register(
     """Register an environment id.
 
     Constructor defaults are given as keywords (``register("game:X-v0", "pkg.mod:X",
-    max_turns=7)``) or as a ``kwargs`` mapping. Registering an id twice raises
+    max_turns=7)``) or as a ``kwargs`` mapping. An id ``category:{keyword}`` registers a family:
+    every id ``category:<rest>`` not registered itself makes this spec with ``keyword=<rest>``
+    (``remote:{url}``: ``make("remote:http://host:8000")``). Registering an id twice raises
     :class:`~gem_core.errors.DuplicateRegistrationError` naming both sources.
     """
     spec = build_spec(
@@ -171,7 +174,23 @@ def spec(id: str) -> EnvSpec:
     try:
         return _registry[id]
     except KeyError:
-        raise UnknownEnvError(id, _registry) from None
+        member = _family_member(id)
+        if member is None:
+            raise UnknownEnvError(id, _registry) from None
+        return member
+
+
+def _family_member(id: str) -> EnvSpec | None:
+    """The spec of ``id`` in a family of ids registered as ``category:{keyword}`` (``remote:{url}``):
+    the family's spec, with the rest of the id given to the constructor as ``keyword``."""
+    category, colon, rest = id.partition(":")
+    if not colon or not rest:
+        return None
+    for family in list(_registry.values()):
+        match = _FAMILY_PATTERN.match(family.id)
+        if match and match.group(1) == category:
+            return dataclasses.replace(family, id=id, kwargs={**family.kwargs, match.group(2): rest})
+    return None
 
 
 def list_envs(pattern: str | None = None) -> list[EnvSpec]:

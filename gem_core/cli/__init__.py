@@ -18,6 +18,7 @@ BUILTIN_COMMANDS: dict[str, tuple[str, str]] = {
     "play": ("gem_core.cli.play:play", "Play an environment in the terminal."),
     "plugins": ("gem_core.cli.plugins:plugins", "Show each plugin, what it registered and its failures."),
     "search-server": ("gem_core.cli.search_server:search_server", "Serve BM25 search over a corpus for the search tool."),
+    "serve": ("gem_core.cli.serve:serve", "Serve an environment over OpenEnv's protocol."),
 }
 
 

@@ -131,3 +131,23 @@ def test_unknown_component_names_the_closest():
             gem_core.get_estimator("test_rebn_lik")
     finally:
         ESTIMATORS.remove("test_rebn_like")
+
+
+def test_a_family_id_makes_every_id_of_its_category_with_the_rest_as_a_keyword():
+    from gem_core.registry import register
+
+    class Echo(gem_core.Env):
+        def __init__(self, where=None, loud=False):
+            self.where, self.loud = where, loud
+
+    register("famtest:{where}", Echo, loud=True)
+    try:
+        env = gem_core.make("famtest:http://host:1/a")
+        assert (env.where, env.loud, env.spec.id) == ("http://host:1/a", True, "famtest:http://host:1/a")
+        assert gem_core.make("famtest:x", loud=False).loud is False
+        with pytest.raises(UnknownEnvError):
+            gem_core.make("famtest:")
+        with pytest.raises(UnknownEnvError):
+            gem_core.make("otherfam:x")
+    finally:
+        deregister("famtest:{where}")

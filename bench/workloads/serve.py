@@ -1,0 +1,200 @@
+"""Workload: gem serve against OpenEnv's own server, both serving GuessTheNumber to 1 and 32 sessions.
+
+Both servers run as processes on 127.0.0.1 and serve the same game logic (``game:GuessTheNumber-v0``):
+``gem serve``, and OpenEnv's ``create_fastapi_app`` around an OpenEnv ``Environment`` that plays
+the same GEM game. One client process drives N WebSocket sessions at once (N = 1, 32), each
+playing episode after episode with pre-drawn guesses, and sends both servers the same messages;
+the two servers are measured in alternating rounds, so a shared machine's load weighs on both
+alike. Metrics per server and N: steps per second (all sessions together) and the p50/p99
+latency of a step (send to reply), plus the steps-per-second ratio gem serve / OpenEnv.
+
+Run as ``python bench/workloads/serve.py --impl ours [--quick]``; it needs OpenEnv's package
+(``pip install openenv-core``). gem-llm has no server, so ``--impl reference`` exits 3. The last
+stdout line is the metrics JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import random
+import re
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+GAME = "game:GuessTheNumber-v0"
+SESSIONS = (1, 32)
+NO_COUNTERPART_EXIT = 3
+
+
+# ---- the same game behind OpenEnv's server classes -----------------------------------------
+
+def openenv_app():
+    """OpenEnv's FastAPI application serving GEM's GuessTheNumber through OpenEnv's classes."""
+    import gem_core
+    from openenv.core.env_server import create_fastapi_app
+    from openenv.core.env_server.interfaces import Environment
+    from openenv.core.env_server.types import Action, Observation, State
+
+    class GameAction(Action):
+        message: str
+
+    class GameObservation(Observation):
+        prompt: str
+
+    class GameEnvironment(Environment):
+        SUPPORTS_CONCURRENT_SESSIONS = True
+
+        def __init__(self):
+            super().__init__()
+            self.game = gem_core.make(GAME)
+            self._state = State(episode_id=None, step_count=0)
+
+        def reset(self, seed=None, episode_id=None, **kwargs):
+            observation, _ = self.game.reset(seed=seed)
+            self._state = State(episode_id=episode_id, step_count=0)
+            return GameObservation(prompt=observation, done=False, reward=None)
+
+        def step(self, action, timeout_s=None, **kwargs):
+            observation, reward, terminated, truncated, _ = self.game.step(action.message)
+            self._state.step_count += 1
+            return GameObservation(prompt=observation, done=terminated or truncated, reward=reward)
+
+        @property
+        def state(self):
+            return self._state
+
+        def close(self):
+            self.game.close()
+
+    return create_fastapi_app(GameEnvironment, GameAction, GameObservation, max_concurrent_envs=max(SESSIONS))
+
+
+def run_openenv_server() -> None:
+    """Serve :func:`openenv_app` on a free port; print its URL (the child process's job)."""
+    import uvicorn
+
+    app = openenv_app()  # imports first, so that the server answers as soon as it says where it is
+    sock = socket.create_server(("127.0.0.1", 0))
+    print(f"http://127.0.0.1:{sock.getsockname()[1]}", flush=True)
+    uvicorn.Server(uvicorn.Config(app, log_level="warning")).run(sockets=[sock])
+
+
+def start(command: list[str], quiet: bool = False) -> tuple[subprocess.Popen, str]:
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL if quiet else None,
+                               text=True, cwd=Path(__file__).resolve().parents[2])
+    line: list[str] = []
+    reader = threading.Thread(target=lambda: line.append(process.stdout.readline()), daemon=True)
+    reader.start()
+    reader.join(120)
+    match = re.search(r"http://\S+", line[0] if line else "")
+    if not match:
+        process.kill()
+        raise SystemExit(f"{command} did not start")
+    return process, match.group(0)
+
+
+# ---- the client ---------------------------------------------------------------------------
+
+async def play(url: str, sessions: int, duration: float, seed: int) -> tuple[int, list[float]]:
+    """Drive ``sessions`` sessions for ``duration`` seconds; (steps, step latencies)."""
+    from websockets.asyncio.client import connect
+
+    latencies: list[float] = []
+    deadline = time.perf_counter() + duration
+
+    async def session(index: int) -> None:
+        rng = random.Random(seed * 1000 + index)
+        async with connect(url.replace("http://", "ws://") + "/ws", compression=None, max_size=None) as ws:
+            episode = 0
+            while time.perf_counter() < deadline:
+                await ws.send(json.dumps({"type": "reset", "data": {"seed": seed * 1000 + index * 100 + episode}}))
+                json.loads(await ws.recv())
+                episode += 1
+                done = False
+                while not done and time.perf_counter() < deadline:
+                    message = json.dumps({"type": "step", "data": {"message": f"\\boxed{{{rng.randint(1, 20)}}}"}})
+                    start = time.perf_counter()
+                    await ws.send(message)
+                    reply = json.loads(await ws.recv())
+                    latencies.append(time.perf_counter() - start)
+                    assert reply["type"] == "observation", reply
+                    done = reply["data"]["done"]
+
+    started = time.perf_counter()
+    await asyncio.gather(*(session(i) for i in range(sessions)))
+    return len(latencies), latencies + [time.perf_counter() - started]  # the wall time rides along
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--impl", choices=["ours", "reference"], default="ours")
+    parser.add_argument("--quick", action="store_true", help="shorter rounds (about 20 s in all)")
+    parser.add_argument("--openenv-server", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.openenv_server:
+        return run_openenv_server()
+    if args.impl == "reference":
+        print("gem-llm has no environment server; this workload compares gem serve with OpenEnv's server",
+              file=sys.stderr)
+        sys.exit(NO_COUNTERPART_EXIT)
+    try:
+        import openenv  # noqa: F401
+    except ImportError:
+        raise SystemExit("This workload needs OpenEnv's package: pip install openenv-core") from None
+
+    servers = {
+        "gem_serve": start([sys.executable, "-m", "gem_core.cli", "serve", GAME, "--port", "0",
+                            "--max-sessions", str(max(SESSIONS))]),
+        # quiet: OpenEnv's server logs a traceback for every session a client closes
+        "openenv_server": start([sys.executable, __file__, "--openenv-server"], quiet=True),
+    }
+    rounds, duration = (2, 2.0) if args.quick else (4, 4.0)
+    steps: dict[tuple[str, int], int] = {}
+    walls: dict[tuple[str, int], float] = {}
+    latencies: dict[tuple[str, int], list[float]] = {}
+    try:
+        for name, (_, url) in servers.items():  # warm up: first connections, imports on first use
+            asyncio.run(play(url, 2, 0.5, seed=0))
+        for round_ in range(rounds):
+            order = list(servers) if round_ % 2 == 0 else list(servers)[::-1]
+            for sessions in SESSIONS:
+                for name in order:
+                    count, times = asyncio.run(play(servers[name][1], sessions, duration, seed=round_ + 1))
+                    key = (name, sessions)
+                    steps[key] = steps.get(key, 0) + count
+                    walls[key] = walls.get(key, 0.0) + times.pop()
+                    latencies.setdefault(key, []).extend(times)
+                    print(f"round {round_ + 1}: {name} x{sessions}: {count / duration:.0f} steps/s",
+                          file=sys.stderr, flush=True)
+    finally:
+        for process, _ in servers.values():
+            process.terminate()
+            process.wait(timeout=10)
+    metrics = {}
+    for (name, sessions), count in steps.items():
+        times = latencies[(name, sessions)]
+        metrics[f"{name}_steps_per_s_{sessions}"] = {"value": count / walls[(name, sessions)], "unit": "steps/s",
+                                                     "better": "higher"}
+        metrics[f"{name}_step_p50_ms_{sessions}"] = {"value": percentile(times, 0.5) * 1000, "unit": "ms",
+                                                     "better": "lower"}
+        metrics[f"{name}_step_p99_ms_{sessions}"] = {"value": percentile(times, 0.99) * 1000, "unit": "ms",
+                                                     "better": "lower"}
+    for sessions in SESSIONS:
+        ratio = metrics[f"gem_serve_steps_per_s_{sessions}"]["value"] / metrics[f"openenv_server_steps_per_s_{sessions}"]["value"]
+        metrics[f"speedup_vs_openenv_{sessions}"] = {"value": ratio, "unit": "x", "better": "higher"}
+    print(json.dumps({"metrics": metrics}))
+
+
+if __name__ == "__main__":
+    main()

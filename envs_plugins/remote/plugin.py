@@ -1,0 +1,11 @@
+"""Registers the ``remote:{url}`` family: ``make("remote:http://host:8000")`` plays the environment
+served at that address, by ``gem serve`` or any OpenEnv environment server."""
+
+from gem_core import hookimpl
+
+
+@hookimpl
+def gem_register_envs(register):
+    register("remote:{url}", "gem_core.remote.env:RemoteEnv", offline=False, requires={"websockets": "openenv"},
+             description="The environment served at url over OpenEnv's protocol (`gem serve` or any OpenEnv "
+                         "server), e.g. remote:http://127.0.0.1:8000.")
