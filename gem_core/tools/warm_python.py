@@ -51,6 +51,7 @@ JOBS_PER_SANDBOX = 1000  # a sandbox is replaced after this many programs
 _SERVER = """\
 import _socket, gc, marshal, os, resource, sys
 os.close(int(sys.argv[1]))  # this source
+del os.environ["LD_BIND_NOW"]  # the server's own: its children then resolve no symbols of their own
 sys.path[:] = {sys_path!r}
 def _hook(t, v, tb, _default=sys.excepthook):
     while tb is not None and tb.tb_frame.f_code.co_filename == "<string>":
@@ -59,30 +60,21 @@ def _hook(t, v, tb, _default=sys.excepthook):
 sys.excepthook = _hook
 import builtins as _b
 _b.exit = _b.quit = sys.exit
-compile("pass", "<string>", "exec")  # the compiler's first use sets it up: once here, not in every child
+_WARM_UP = compile("def f(x):\\n    return [str(x * 2) for _ in range(3)]\\nprint(f(1), f'{{1.5:.2f}}', {{'a': 1}})",
+                   "<string>", "exec")  # the compiler's first use sets it up: once here, not in every child
 
 def _serve(channel_fd):
+    # The next program's child is forked ahead, while the sandbox waits for it; the child takes
+    # the program from the channel itself.
     channel = _socket.socket(fileno=channel_fd)
-    me, null = str(os.getpid()), os.open("/dev/null", os.O_RDWR)
+    me = str(os.getpid())
     ipc = [os.open("/proc/sysvipc/" + kind, os.O_RDONLY) for kind in ("shm", "sem", "msg")]
     channel.send(b"ready")
     while True:
-        message, ancillary, _, _ = channel.recvmsg(16, _socket.CMSG_SPACE(4 * 4))
-        if not message:
-            os._exit(0)
-        fds = [fd for level, kind, data in ancillary if kind == _socket.SCM_RIGHTS
-               for fd in memoryview(data[:len(data) - len(data) % 4]).cast("i")]
-        if len(fds) != 4:
-            os._exit(1)
         gc.freeze()  # a collection in the child then leaves the server's pages alone (not copied)
         pid = os.fork()
         if pid == 0:
-            os.dup2(fds[1], 0)
-            os.dup2(fds[2], 1)
-            os.dup2(fds[3], 2)
-            return fds[0]  # the channel closes when this frame ends
-        for fd in fds:
-            os.close(fd)
+            return _next_program(channel)  # the channel closes when that frame ends
         status = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
         if any(name.isdigit() and name not in ("1", me) for name in os.listdir("/proc")) \\
                 or any(os.pread(fd, 4096, 0).count(b"\\n") > 1 for fd in ipc):
@@ -92,6 +84,25 @@ def _serve(channel_fd):
             channel.send(b"ready" if _clean() else b"dirty")
         else:
             channel.send(b"%d ready" % status)
+
+def _next_program(channel):
+    # As the sandbox user from the start; returns the job's descriptor, with 0, 1, 2 in place.
+    _as_sandbox_user()
+    try:  # while no program waits: run what most programs run (to /dev/null), so that the child's
+        # copies of the pages this needs are made now rather than while a program waits for them
+        exec(_WARM_UP, {{"__builtins__": _b}})
+        sys.stdout.flush()
+    except BaseException:
+        pass
+    message, ancillary, _, _ = channel.recvmsg(16, _socket.CMSG_SPACE(4 * 4))
+    fds = [fd for level, kind, data in ancillary if kind == _socket.SCM_RIGHTS
+           for fd in memoryview(data[:len(data) - len(data) % 4]).cast("i")]
+    if not message or len(fds) != 4:
+        os._exit(0)  # the host has gone
+    os.dup2(fds[1], 0)
+    os.dup2(fds[2], 1)
+    os.dup2(fds[3], 2)
+    return fds[0]
 
 def _as_sandbox_user():
     os.setgroups([])
@@ -124,10 +135,9 @@ def _remove_contents(path):
             pass
 
 def _become_program(job_fd):
-    # Switch to the sandbox user, place the files, apply the limits; return main.py's source.
+    # Place the files, apply the limits; return main.py's source.
     job = marshal.loads(os.pread(job_fd, os.fstat(job_fd).st_size, 0))
     os.closerange(3, 1 << 20)
-    _as_sandbox_user()
     for name, data in job["files"].items():
         if "/" in name:
             os.makedirs(os.path.dirname(name), exist_ok=True)
@@ -218,7 +228,8 @@ class WarmPython:
                 tmp_bytes=tmp_bytes, files={}, drops_privileges=True))
             self.process = launcher().submit(
                 subprocess.Popen, argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=errors,
-                pass_fds=[*fds, source, theirs.fileno()], cwd="/", env=env, start_new_session=True).result()
+                pass_fds=[*fds, source, theirs.fileno()], cwd="/", env={**env, "LD_BIND_NOW": "1"},
+                start_new_session=True).result()
             theirs.close()
             if self._receive(START_TIMEOUT) != b"ready":
                 raise SandboxUnavailableError("A warm Python sandbox did not start: "
