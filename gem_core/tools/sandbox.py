@@ -1,8 +1,10 @@
 """Run untrusted Python code in a bubblewrap sandbox, with limits and a real timeout.
 
-Each call starts a fresh sandbox (see :mod:`gem_core.tools.bubblewrap`) around a fresh
-interpreter, applies resource limits (address space, CPU time, processes, file size, open files),
-and kills the sandbox with everything in it at the wall-clock timeout. stdout and stderr are
+Each call runs in a sandbox of its own (see :mod:`gem_core.tools.bubblewrap`): a fresh child of
+an interpreter kept warm in a sandbox that no earlier program left anything in (see
+:mod:`gem_core.tools.warm_python`), or, with ``sandbox="fresh"``, a new sandbox around a new
+interpreter. It applies resource limits (address space, CPU time, processes, file size, open
+files), and kills the sandbox with everything in it at the wall-clock timeout. stdout and stderr are
 read as they come and kept up to ``max_output`` bytes each (head and tail), so a program printing
 gigabytes costs nothing.
 

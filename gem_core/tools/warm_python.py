@@ -1,12 +1,13 @@
 """Python programs run from warm sandboxes: a sandbox per call's isolation at a fork's cost.
 
 A :class:`WarmPython` is one bubblewrap sandbox (see :mod:`gem_core.tools.bubblewrap`) whose
-interpreter stays up and forks a fresh child per program. The server in it never runs a program
-itself and has imported nothing a program could not see in a fresh interpreter, so each child
-starts as a fresh interpreter would (the same flags, ``sys.path``, ``__main__``, limits and
-environment). The child switches to the unprivileged sandbox user before anything else; the server
-keeps the sandbox's root (uid 0 of the sandbox's own user namespace, with nothing but
-``CAP_SETUID``/``CAP_SETGID``), which no program can signal, trace or read.
+interpreter, the server, stays up and forks a fresh child per program. The server never runs a
+program itself and has imported only a few built-in modules, so each child starts as a fresh
+interpreter would (the same flags, ``sys.path``, ``__main__``, limits and environment). The child
+is forked ahead, while the sandbox waits for its program, and switches to the unprivileged
+sandbox user at once; the server keeps the sandbox's root (uid 0 of the sandbox's own user
+namespace, with nothing but ``CAP_SETUID``/``CAP_SETGID``), which no program can signal, trace or
+read.
 
 Between two programs nothing carries over: a child's memory, environment variables and Python
 state die with it; files it left in ``/tmp`` and ``/dev/shm`` are removed; a sandbox in which a
@@ -44,10 +45,11 @@ CLEAN_TIMEOUT = 1.0  # seconds for a sandbox to remove the files a program left 
 JOBS_PER_SANDBOX = 1000  # a sandbox is replaced after this many programs
 
 # The server: the interpreter of the sandbox (started with -I -S; argv[1] is the descriptor of
-# this source, argv[2] the socket's). Its loop hands each program's descriptors to a forked child, which leaves the loop
-# and becomes the program: it switches to the sandbox user, places the files, applies the limits,
-# and runs main.py as __main__ from the server's top level, as a fresh interpreter's bootstrap
-# would (see sandbox._BOOTSTRAP: the same hook drops the top-level frame from tracebacks).
+# this source, argv[2] the socket's). Its loop forks a child, which leaves the loop, takes the
+# next program from the socket and becomes it: it places the files, applies the limits and runs
+# main.py as __main__, as a fresh interpreter's bootstrap would (see sandbox._BOOTSTRAP: the hook
+# drops the server's frames from tracebacks). The loop waits for the child, then checks and
+# cleans the sandbox and reports.
 _SERVER = """\
 import _socket, gc, marshal, os, resource, sys
 os.close(int(sys.argv[1]))  # this source
