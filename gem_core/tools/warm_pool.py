@@ -24,7 +24,9 @@ from gem_core.errors import GemError
 MAX_SANDBOXES = max(32, 2 * (os.cpu_count() or 1))  # sandboxes of one pool at once, in use and idle
 
 
-class WarmSandbox(Protocol):
+class PooledSandbox(Protocol):
+    """What a pool needs of a sandbox."""
+
     jobs: int
 
     @property
@@ -33,7 +35,7 @@ class WarmSandbox(Protocol):
     def close(self) -> None: ...
 
 
-S = TypeVar("S", bound=WarmSandbox)
+S = TypeVar("S", bound=PooledSandbox)
 
 
 class WarmPool(Generic[S]):
