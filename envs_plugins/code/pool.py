@@ -10,15 +10,13 @@ sandbox and empties its /tmp, so one submission cannot touch the next. A sandbox
 (killed by a test, stuck past its deadline) is thrown away and replaced.
 
 A :class:`SandboxPool` lends sandboxes to concurrent callers, one each, and keeps them for
-reuse: as many as were ever in use at once, up to ``max_sandboxes``; more callers than that wait
-for a sandbox to come back.
+reuse (the lending is :class:`gem_core.tools.warm_pool.WarmPool`'s, shared with the Python tool).
 """
 
 from __future__ import annotations
 
 import atexit
 import contextlib
-import functools
 import json
 import os
 import select
@@ -26,16 +24,15 @@ import subprocess
 import sys
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from gem_core.errors import GemError
+from gem_core.tools.warm_pool import MAX_SANDBOXES, WarmPool, launcher
 
 PROCESS_LIMIT = 64  # processes and threads of one sandbox (the harness, a test and its threads)
 OPEN_FILES = 256
 TMP_BYTES = 64 << 20
 JOBS_PER_SANDBOX = 500  # a sandbox is replaced after this many submissions
-MAX_SANDBOXES = max(32, 2 * (os.cpu_count() or 1))  # sandboxes of one pool at once, in use and idle
 START_TIMEOUT = 60.0
 
 # Runs first in the sandbox's fresh interpreter (started with -I -S): installs the interpreter's
@@ -88,7 +85,7 @@ class WarmSandbox:
             argv, fds = self._stack.enter_context(bubblewrap.sandbox_argv(
                 interpreter, ["-I", "-S", "-B", "-X", "utf8", "-c", bootstrap], tmp_bytes=TMP_BYTES,
                 files={"harness.py": harness_fd}))
-            self.process = _launcher().submit(
+            self.process = launcher().submit(
                 subprocess.Popen, argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                 pass_fds=fds, cwd="/", env=_ENV, start_new_session=True).result()
             os.set_blocking(self.process.stdout.fileno(), False)
@@ -167,88 +164,28 @@ class WarmSandbox:
         self._stack.close()
 
 
-@functools.cache
-def _launcher() -> ThreadPoolExecutor:
-    """The one thread that starts every warm sandbox, alive as long as this process. bwrap's
-    ``--die-with-parent`` kills a sandbox when the *thread* that started it ends (the parent-death
-    signal follows the thread, not the process): a sandbox started from a short-lived worker
-    thread would die with that thread, even while it runs a submission."""
-    return ThreadPoolExecutor(max_workers=1, thread_name_prefix="gem-sandbox-launcher")
-
-
-class SandboxPool:
-    """Lends warm sandboxes, one caller at a time each, starting new ones as needed. At most
-    ``max_sandboxes`` exist at once; further callers wait for one to come back, which costs them
-    far less than starting (and throwing away) a sandbox of their own."""
+class SandboxPool(WarmPool[WarmSandbox]):
+    """Lends warm harness sandboxes (see :class:`gem_core.tools.warm_pool.WarmPool`)."""
 
     def __init__(self, harness: str, python: str | None = None, max_sandboxes: int = MAX_SANDBOXES):
-        self.harness, self.python, self.max_sandboxes = harness, python, max_sandboxes
-        self._idle: list[WarmSandbox] = []
-        self._count = 0  # sandboxes idle, in use or starting
-        self._returned = threading.Condition()
-        self._closed = False
+        super().__init__(self._new_sandbox, max_sandboxes=max_sandboxes, jobs_per_sandbox=JOBS_PER_SANDBOX)
+        self.harness, self.python = harness, python
+
+    def _new_sandbox(self) -> WarmSandbox:
+        return WarmSandbox(self.harness, self.python)
 
     def run(self, job_line: str, timeout: float) -> list[dict[str, Any]]:
         """Run one job in a sandbox of the pool (see :meth:`WarmSandbox.run`); ``timeout`` starts
         once the job has a sandbox."""
-        sandbox = self._borrow()
+        sandbox = self.borrow()
         try:
             records = sandbox.run(job_line, timeout)
         except BaseException:
             sandbox.close()  # a new one replaces it next time
-            self._give_back(None)
+            self.give_back(None)
             raise
-        self._give_back(sandbox)
+        self.give_back(sandbox)
         return records
-
-    def _borrow(self) -> WarmSandbox:
-        with self._returned:
-            while True:
-                if self._closed:
-                    raise GemError("The sandbox pool is closed.")
-                while self._idle:
-                    sandbox = self._idle.pop()
-                    if sandbox.alive:
-                        return sandbox
-                    sandbox.close()  # quick: its bwrap has already exited
-                    self._count -= 1
-                    self._returned.notify()  # its place is free: for a caller waiting, if not this one
-                if self._count < self.max_sandboxes:
-                    self._count += 1
-                    break
-                self._returned.wait()
-        try:
-            return WarmSandbox(self.harness, self.python)
-        except BaseException:
-            self._give_back(None)
-            raise
-
-    def _give_back(self, sandbox: WarmSandbox | None) -> None:
-        """Return a borrowed sandbox (None for one that was closed or never started)."""
-        with self._returned:
-            keep = sandbox is not None and not self._closed and sandbox.alive and sandbox.jobs < JOBS_PER_SANDBOX
-            if keep:
-                self._idle.append(sandbox)
-            else:
-                self._count -= 1
-            self._returned.notify()
-        if sandbox is not None and not keep:
-            sandbox.close()
-
-    @property
-    def idle(self) -> int:
-        return len(self._idle)
-
-    def close(self) -> None:
-        """Close every idle sandbox; sandboxes in use close when given back, and callers waiting
-        for one are refused."""
-        with self._returned:
-            self._closed = True
-            idle, self._idle = self._idle, []
-            self._count -= len(idle)
-            self._returned.notify_all()
-        for sandbox in idle:
-            sandbox.close()
 
 
 _pools: dict[str | None, SandboxPool] = {}
@@ -259,7 +196,7 @@ def shared_pool(harness: str, python: str | None = None) -> SandboxPool:
     """The process-wide pool for ``python`` (closed at exit)."""
     with _pools_lock:
         pool = _pools.get(python)
-        if pool is None or pool._closed:
+        if pool is None or pool.closed:
             pool = _pools[python] = SandboxPool(harness, python)
         return pool
 
@@ -274,7 +211,6 @@ def _forget_pools_in_child() -> None:
     # A forked child must not share the parent's sandboxes (their pipes would interleave), and
     # has none of its threads.
     _pools.clear()
-    _launcher.cache_clear()
 
 
 os.register_at_fork(after_in_child=_forget_pools_in_child)

@@ -196,7 +196,7 @@ def run_tests(problem: CodeProblem, program: str, limits: Limits = Limits(), *, 
         except SandboxBroken as broken:
             return judge_records(problem.tests, broken.records, sandboxed=True, timed_out=broken.timed_out)
     result = run_python(harness_source(), stdin=encode_job(job), allow_unsandboxed=allow_unsandboxed,
-                        **sandbox_limits(problem, limits))
+                        sandbox="fresh", **sandbox_limits(problem, limits))
     return judge(problem.tests, result)
 
 

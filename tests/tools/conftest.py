@@ -10,6 +10,7 @@ import time
 import pytest
 
 from gem_core.tools import sandbox_problem
+from gem_core.tools.warm_python import close_warm_sandboxes
 
 #: Processes started by module-scoped fixtures (servers), which outlive single tests on purpose.
 FIXTURE_PIDS: set[int] = set()
@@ -74,6 +75,7 @@ def no_process_left_behind():
     """Fail a test that leaves a process of its own running."""
     before = set(descendants())
     yield
+    close_warm_sandboxes()  # they outlive calls on purpose, not tests
     new = {pid for pid in descendants() if pid not in before and pid not in FIXTURE_PIDS}
     alive = wait_until_gone(new)
     assert not alive, f"processes left behind: {alive}"

@@ -165,3 +165,26 @@ def test_tmp_stays_private_when_the_interpreter_lives_under_tmp(python_under_tmp
     listing, executable = result.stdout.splitlines()
     assert listing == "['main.py']", result.stderr  # only the program's own file
     assert executable == "/run/gem-host" + python_under_tmp  # the interpreter, seen elsewhere
+
+
+@pytest.mark.parametrize("code", [
+    "import sys\nprint(input(), sys.argv, __name__, __file__)\nprint('err', file=sys.stderr)\nsys.exit(3)",
+    "def f():\n    return 1 / 0\nf()",
+    "print(1 +",
+    "import sys\nsys.exit('bye')",
+    "import sys\nsys.exit(300)",
+    "import atexit, threading, time\natexit.register(print, 'at exit')\n"
+    "threading.Thread(target=lambda: (time.sleep(0.1), print('thread'))).start()\nprint('main')",
+    "import os, sys\nprint(sorted(set(globals()) - {'__warningregistry__'}), sys.flags.isolated, os.getuid(),\n"
+    "      sorted(os.environ), os.getcwd(), sys.stdout.encoding)",
+    "import os, signal\nos.kill(os.getpid(), signal.SIGSEGV)",
+])
+def test_warm_and_fresh_sandboxes_give_the_same_results(code):
+    warm, fresh = (run_python(code, stdin="in\n", timeout=5, sandbox=mode) for mode in ("warm", "fresh"))
+    assert (warm.stdout, warm.stderr, warm.exit_code, warm.timed_out) == \
+        (fresh.stdout, fresh.stderr, fresh.exit_code, fresh.timed_out)
+
+
+def test_unknown_sandbox_kind_is_refused():
+    with pytest.raises(SandboxConfigError, match="sandbox must be one of"):
+        run_python("pass", sandbox="cold")

@@ -258,3 +258,53 @@ def test_the_program_runs_as_an_unprivileged_user_without_capabilities():
     ids, refusal = result.stdout.splitlines()
     assert ids == "65534 65534 [] 0000000000000000 0000000000000000 0000000000000000 1"
     assert refusal == "setuid refused"
+
+
+def test_consecutive_calls_cannot_see_each_others_files_environment_state_or_processes():
+    from gem_core.tools import warm_python
+
+    warm_python.close_warm_sandboxes()  # a sandbox of this test's own, to count its calls
+    token = f"{time.time_ns() % 10**6}.4343"
+    leave = (
+        "import builtins, ctypes, os, sys\n"
+        "os.environ['GEM_LEFT'] = 'env'\n"
+        "builtins.GEM_LEFT = sys.GEM_LEFT = 'state'\n"
+        "open('/tmp/left.txt', 'w').write('file')\n"
+        "os.makedirs('/tmp/d/e')\n"
+        "open('/tmp/d/e/f', 'w').write('file')\n"
+        "os.chmod('/tmp/d', 0)\n"
+        "open('/dev/shm/left', 'w').write('shm')\n"
+        "print('left')\n"
+    )
+    look = (
+        "import builtins, os, sys\n"
+        "print(os.environ.get('GEM_LEFT'), getattr(builtins, 'GEM_LEFT', None), getattr(sys, 'GEM_LEFT', None),\n"
+        "      sorted(os.listdir('/tmp')), os.listdir('/dev/shm'))\n"
+        "others = []\n"
+        "for pid in filter(str.isdigit, os.listdir('/proc')):\n"
+        "    try:\n"
+        "        others.append(open(f'/proc/{pid}/cmdline', 'rb').read().replace(b'\\0', b' ').decode())\n"
+        "    except OSError:\n"
+        "        pass\n"
+        f"print(any('sleep {token}' in command for command in others))\n"
+        "print(open('/proc/sysvipc/shm').read().count('\\n'))\n"
+    )
+    nothing = "None None None ['main.py'] []\nFalse\n1\n"
+    assert run_python(leave, timeout=TIMEOUT).stdout == "left\n"
+    assert run_python(look, timeout=TIMEOUT).stdout == nothing
+    (sandbox,) = warm_python._pools[next(iter(warm_python._pools))]._idle
+    assert sandbox.jobs == 2  # both ran in one warm sandbox, one after the other
+
+    # A process left running, or a System V shared memory segment, ends the sandbox it was left in.
+    daemon = (
+        "import os\n"
+        "if os.fork() == 0:\n"
+        "    os.setsid()\n"
+        f"    os.execvp('sleep', ['sleep', '{token}'])\n"
+        "print('started')\n"
+    )
+    assert run_python(daemon, timeout=TIMEOUT).stdout == "started\n"
+    assert run_python(look, timeout=TIMEOUT).stdout == nothing
+    segment = "import ctypes\nprint(ctypes.CDLL(None).shmget(0, 4096, 0o1600) >= 0)\n"  # IPC_PRIVATE, IPC_CREAT
+    assert run_python(segment, timeout=TIMEOUT).stdout == "True\n"
+    assert run_python(look, timeout=TIMEOUT).stdout == nothing
