@@ -157,10 +157,12 @@ def test_installing_only_the_harness_tools_is_skipped(tmp_path):
         load_task(terminal_bench_task(tmp_path / "u", dockerfile="FROM debian\nRUN apt-get install -y tmux jq\n"))
 
 
-def test_tests_that_download_are_refused(tmp_path):
-    run_tests = "#!/bin/bash\ncurl -LsSf https://astral.sh/uv/install.sh | sh\nuv run pytest\n"
-    with pytest.raises(TaskUnsupportedError, match="curl"):
+def test_tests_that_download_more_than_pytest_are_refused_naming_the_line(tmp_path):
+    run_tests = "#!/bin/bash\ncurl -LsSf https://astral.sh/uv/install.sh | sh\nuv add pytest requests\nuv run pytest\n"
+    with pytest.raises(TaskUnsupportedError, match=r"`uv add pytest requests` \(line 3\), which needs uv"):
         load_task(terminal_bench_task(tmp_path / "t", run_tests=run_tests))
+    with pytest.raises(TaskUnsupportedError, match=r"curl -LO https://example.com/d.csv` \(line 2\)"):
+        load_task(terminal_bench_task(tmp_path / "u", run_tests="#!/bin/bash\ncurl -LO https://example.com/d.csv\n"))
 
 
 def test_several_compose_services_are_refused(tmp_path):
