@@ -72,6 +72,13 @@ def engine_problem(engine: str) -> str | None:
     return None
 
 
+def require(engine: str) -> None:
+    """Raise :class:`ContainerError` if ``engine`` cannot run containers here."""
+    problem = engine_problem(engine)
+    if problem is not None:
+        raise ContainerError(f"Cannot run a terminal task in a container: {problem}.")
+
+
 def available_engine() -> str | None:
     """The first engine of :data:`ENGINES` that works here, or None."""
     return next((engine for engine in ENGINES if engine_problem(engine) is None), None)
@@ -86,6 +93,7 @@ def map_image(name: str, base_images: Mapping[str, str]) -> str:
 
 def image_for(engine: str, task, base_images: Mapping[str, str], build_timeout: float = 1800.0) -> str:
     """The image to run ``task`` in: its prebuilt image, or its Dockerfile's, built if not cached."""
+    require(engine)
     if task.image:
         return map_image(task.image, base_images)
     if task.dockerfile is None:
@@ -139,9 +147,7 @@ class ContainerSandbox(ShellSandbox):
 
     def __init__(self, engine: str, image: str, limits: Limits, workdir: str, env: Mapping[str, str] | None = None,
                  network: bool = False, cpus: float = 1.0, binds: tuple[tuple[str, str], ...] = ()):
-        problem = engine_problem(engine)
-        if problem is not None:
-            raise ContainerError(f"Cannot run a terminal task in a container: {problem}.")
+        require(engine)
         _sweep_once(engine)
         self.engine, self.limits, self.workdir = engine, limits, workdir
         self.name = f"gem-terminal-{uuid.uuid4().hex[:12]}"

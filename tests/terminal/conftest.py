@@ -37,3 +37,19 @@ def env(sandbox):
     environment.reset(seed=0)
     yield environment
     environment.close()
+
+
+@pytest.fixture(scope="session")
+def podman():
+    """The local base images for the container tests (built once, kept in podman's store), as a
+    base_images mapping. Skip when podman is not installed; fail loudly when it cannot work."""
+    if shutil.which("podman") is None:
+        pytest.skip("podman is not installed (scripts/install_test_deps.sh installs it)")
+    from gem_envs.terminal.container import engine_problem
+    from tests.terminal import images
+
+    problem = engine_problem("podman")
+    assert problem is None, problem
+    images.build_base()
+    images.build_tasks()
+    return images.base_images()
