@@ -102,10 +102,16 @@ def image_for(engine: str, task, base_images: Mapping[str, str], build_timeout: 
                            task.dockerfile.read_text())
     context = task.dockerfile.parent
     tag = f"localhost/gem-terminal/{_slug(task.name)}:{_content_key(dockerfile, context)}"
+    if (engine, tag) in _ready:
+        return tag
     with _build_lock(tag):
         if not _image_exists(engine, tag):
             _build(engine, tag, dockerfile, context, task.name, build_timeout)
+    _ready.add((engine, tag))
     return tag
+
+
+_ready: set[tuple[str, str]] = set()  # images built or found in this process
 
 
 @functools.lru_cache(maxsize=256)

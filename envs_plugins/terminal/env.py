@@ -15,6 +15,7 @@ import inspect
 import io
 import re
 import tarfile
+import threading
 import time
 import warnings
 from collections.abc import Mapping
@@ -336,21 +337,29 @@ class TerminalEnv(Env):
     # --- helpers ----------------------------------------------------------------------------
 
     def _start(self, task: TerminalTask) -> None:
-        if self.sandbox is not None:
-            self.sandbox.close()
-            self.sandbox = None
+        """A fresh sandbox or container for ``task``; the previous one is removed meanwhile."""
+        previous, self.sandbox = self.sandbox, None
+        closing = threading.Thread(target=previous.close) if previous is not None else None
+        if closing is not None:
+            closing.start()
+        try:
+            self.sandbox = self._new_sandbox(task)
+        finally:
+            if closing is not None:
+                closing.join()
+
+    def _new_sandbox(self, task: TerminalTask) -> ShellSandbox:
         backend = task.backend(self.backend, self.network)
         kit = _pytest_kit()
         binds = ((str(kit), pytest_kit.KIT_PATH),) if kit is not None else ()
         if backend == "bubblewrap":
-            self.sandbox = TerminalSandbox(self.limits, workdir=task.workdir, env=dict(task.env),
-                                           hidden=(task.root, BUILTIN_DIR), binds=binds)
-            return
+            return TerminalSandbox(self.limits, workdir=task.workdir, env=dict(task.env),
+                                   hidden=(task.root, BUILTIN_DIR), binds=binds)
         from gem_envs.terminal import container
 
         image = container.image_for(backend, task, self.base_images, self.build_timeout)
-        self.sandbox = container.ContainerSandbox(backend, image, self.limits, container.image_workdir(backend, image),
-                                                  network=self.network, cpus=self.cpus, binds=binds)
+        return container.ContainerSandbox(backend, image, self.limits, container.image_workdir(backend, image),
+                                          network=self.network, cpus=self.cpus, binds=binds)
 
     def _prepare(self, task: TerminalTask) -> None:
         """Place the task's files and run its set-up commands (a container's image holds them)."""

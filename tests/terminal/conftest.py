@@ -9,6 +9,8 @@ import pytest
 from gem_core.tools import sandbox_problem
 from tests.tools.conftest import descendants, wait_until_gone
 
+collect_ignore_glob = ["public_tasks/*", "container_tasks/*"]  # task folders: their tests run inside tasks
+
 
 @pytest.fixture(autouse=True)
 def no_process_left_behind():
