@@ -320,6 +320,9 @@ class TerminalEnv(Env):
         twin.sandbox = None
         if self.sandbox is None or self.task is None:
             return twin
+        if self.sandbox.workdir == "/":
+            raise GemError(f"clone() copies the workspace folder, and the image of {self.task.name!r} sets no WORKDIR "
+                           "(the shell starts in /).")
         workspace = self.sandbox.snapshot()
         state = self.sandbox.run('printf "cd %q\\n" "$PWD"; export -p', 10.0) if not self.done else None
         twin._start(self.task)

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from gem_core import make
-from gem_core.errors import EnvArgumentError
+from gem_core.errors import EnvArgumentError, GemError
 from gem_envs.terminal import container
 from gem_envs.terminal.container import ContainerSandbox, TaskBuildError
 from gem_envs.terminal.env import TerminalEnv
@@ -226,3 +226,45 @@ def test_an_engine_that_cannot_run_is_a_clear_error(monkeypatch, tmp_path):
         env.close()
     finally:
         container.engine_problem.cache_clear()
+
+
+def test_a_harbor_task_on_a_prebuilt_image_grades_with_the_uvx_boilerplate(tmp_path, podman):
+    task = tmp_path / "harbor-sum"
+    (task / "tests").mkdir(parents=True)
+    (task / "solution").mkdir()
+    (task / "task.toml").write_text('version = "1.0"\n[environment]\ndocker_image = "ghcr.io/laude-institute/t-bench/'
+                                    'python-3-13:20250620"\n[verifier]\ntimeout_sec = 60.0\n')
+    (task / "instruction.md").write_text("Write the sum of 2 and 3 to /root/sum.txt.\n")
+    (task / "solution" / "solve.sh").write_text("#!/bin/bash\necho 5 > /root/sum.txt\n")
+    (task / "tests" / "test_outputs.py").write_text(
+        "from pathlib import Path\n\ndef test_sum():\n    assert Path('/root/sum.txt').read_text().strip() == '5'\n")
+    (task / "tests" / "test.sh").write_text(textwrap.dedent("""\
+        #!/bin/bash
+        apt-get update
+        apt-get install -y curl
+        curl -LsSf https://astral.sh/uv/0.9.7/install.sh | sh
+        source $HOME/.local/bin/env
+        uvx -p 3.13 -w pytest==8.4.1 pytest /tests/test_outputs.py -rA
+        if [ $? -eq 0 ]; then echo 1 > /logs/verifier/reward.txt; else echo 0 > /logs/verifier/reward.txt; fi
+    """))
+    with pytest.raises(TaskUnsupportedError, match="prebuilt image"):
+        load_task(task)  # bubblewrap cannot
+    env = TerminalEnv(path=task, backend="auto", base_images=podman, max_turns=3)
+    try:
+        nothing, solution, why = scores(env)
+        assert isinstance(env.sandbox, ContainerSandbox) and env.sandbox.workdir == "/"
+        assert (nothing, solution) == (0.0, 1.0), why
+        with pytest.raises(GemError, match="sets no WORKDIR"):
+            env.clone()
+    finally:
+        env.close()
+
+
+def test_clone_copies_the_workspace_into_a_new_container(box):
+    box.step("<bash>mkdir -p sub && cd sub && export GREETING=hi && echo draft > notes.txt</bash>")
+    twin = box.clone()  # a new container with the workspace, directory and variables
+    try:
+        assert twin.sandbox.name != box.sandbox.name
+        assert twin.step("<bash>pwd; echo $GREETING; cat notes.txt</bash>")[0].startswith("/app/sub\nhi\ndraft")
+    finally:
+        twin.close()
