@@ -1,7 +1,7 @@
 """The local images the container tests run on, since no container registry is reachable.
 
 The base is Debian bookworm (``mmdebstrap --variant=minbase``, with ``python3`` for the shell's
-supervisor) imported into podman and tagged by a hash of its recipe; the tasks' ``FROM`` names are
+supervisor and ``sqlite3``, which the shipped tasks use) imported into podman and tagged by a hash of its recipe; the tasks' ``FROM`` names are
 mapped to it (:data:`BASE_PATTERNS`). Tasks whose Dockerfile installs Debian packages are built
 here too, so the tests themselves reach no network. ``python -m tests.terminal.images`` builds
 what is missing (``scripts/install_test_deps.sh`` runs it); podman's store keeps them between runs.
@@ -16,7 +16,7 @@ import tempfile
 from pathlib import Path
 
 ENGINE = "podman"
-RECIPE = ["mmdebstrap", "--variant=minbase", "--include=python3", "--quiet", "bookworm", "{tar}",
+RECIPE = ["mmdebstrap", "--variant=minbase", "--include=python3,sqlite3", "--quiet", "bookworm", "{tar}",
           "http://deb.debian.org/debian"]
 BASE = "localhost/gem-test/bookworm-python:" + hashlib.sha256(" ".join(RECIPE).encode()).hexdigest()[:12]
 # What the tasks' FROM lines name, all mapped to the one local base.

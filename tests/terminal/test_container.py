@@ -12,6 +12,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -22,7 +23,7 @@ from gem_envs.terminal import container
 from gem_envs.terminal.container import ContainerSandbox, TaskBuildError
 from gem_envs.terminal.env import TerminalEnv
 from gem_envs.terminal.sandbox import TerminalSandbox
-from gem_envs.terminal.tasks import TaskUnsupportedError, load_task
+from gem_envs.terminal.tasks import TaskUnsupportedError, builtin_tasks, load_task
 from tests.terminal.images import TASKS_DIR
 
 PUBLIC = Path(__file__).parent / "public_tasks"  # Apache-2.0 terminal-bench tasks, see NOTICE.md there
@@ -64,6 +65,20 @@ def test_real_tasks_score_1_with_their_solution_and_0_doing_nothing_in_podman(ta
         assert (nothing, solution) == (0.0, 1.0), why
     finally:
         env.close()
+
+
+def test_every_shipped_task_scores_as_its_solution_says_in_podman(podman):
+    def check(name: str) -> tuple[str, float, float, str]:
+        env = TerminalEnv(task=name, backend="podman", base_images=podman, max_turns=3)
+        try:
+            return (name, *scores(env))
+        finally:
+            env.close()
+
+    with ThreadPoolExecutor(4) as pool:  # containers start in about half a second; threads overlap the waits
+        results = list(pool.map(check, [task.name for task in builtin_tasks()]))
+    wrong = [result for result in results if result[1:3] != (0.0, 1.0)]
+    assert not wrong, wrong
 
 
 def test_the_pytest_boilerplate_grades_offline_in_bubblewrap(sandbox):
