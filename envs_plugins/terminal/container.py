@@ -126,12 +126,14 @@ def image_workdir(engine: str, image: str) -> str:
 
 def remove_orphans(engine: str) -> list[str]:
     """Remove this machine's GEM containers whose owning process has died; their names."""
-    result = _cli(engine, "ps", "-a", "--filter", f"label={LABEL}", "--format",
-                  f'{{{{.Names}}}} {{{{index .Labels "{LABEL}"}}}}')
+    names = _cli(engine, "ps", "-a", "--filter", f"label={LABEL}", "--format", "{{.Names}}").stdout.split()
+    if not names:
+        return []
+    result = _cli(engine, "inspect", "--format", f'{{{{.Name}}}} {{{{index .Config.Labels "{LABEL}"}}}}', *names)
     host, boot = _owner().rsplit(":", 2)[:2]
     orphans = []
     for line in result.stdout.splitlines():
-        name, _, owner = line.strip().partition(" ")
+        name, _, owner = line.strip().lstrip("/").partition(" ")
         parts = owner.rsplit(":", 2)
         if len(parts) == 3 and parts[0] == host and (parts[1] != boot or not _alive(int(parts[2]))):
             orphans.append(name)

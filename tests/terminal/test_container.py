@@ -283,3 +283,16 @@ def test_clone_copies_the_workspace_into_a_new_container(box):
         assert twin.step("<bash>pwd; echo $GREETING; cat notes.txt</bash>")[0].startswith("/app/sub\nhi\ndraft")
     finally:
         twin.close()
+
+
+def test_containers_of_a_dead_owner_are_removed_by_the_sweep(podman):
+    dead = subprocess.Popen(["true"])
+    dead.wait()  # a pid whose process is gone
+    owner = container._owner().rsplit(":", 1)[0] + f":{dead.pid}"
+    name = "gem-terminal-orphan-test"
+    subprocess.run(["podman", "run", "-d", "--rm", "--name", name, "--label", f"{container.LABEL}={owner}",
+                    "--entrypoint", "sleep", next(iter(podman.values())), "600"], check=True, capture_output=True,
+                   timeout=60)
+    assert name in containers()
+    assert name in container.remove_orphans("podman")
+    assert name not in containers()
