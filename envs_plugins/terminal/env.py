@@ -1,10 +1,11 @@
 """Terminal environments: an agent works in a sandboxed shell and is graded by hidden tests.
 
 Each episode is one task (see :mod:`gem_envs.terminal.tasks`) in a fresh bubblewrap sandbox
-(:mod:`gem_envs.terminal.sandbox`) or container (:mod:`gem_envs.terminal.container`). Every turn the agent runs one command in a persistent shell,
-or finishes. When the episode ends (``<finish>``, the turn limit, or a format error), the shell
-and everything it started are stopped, the task's tests are copied into ``/tests`` (the agent
-never saw them) and run in the same sandbox; the reward is the weighted fraction that passed.
+(:mod:`gem_envs.terminal.sandbox`) or container (:mod:`gem_envs.terminal.container`). Every turn
+the agent runs one command in a persistent shell, or finishes. When the episode ends
+(``<finish>``, the turn limit, or a format error), the shell and everything it started are
+stopped, the task's tests are copied into ``/tests`` (the agent never saw them) and run in the
+same sandbox; the reward is the weighted fraction that passed.
 """
 
 from __future__ import annotations

@@ -4,7 +4,8 @@ The sandbox is the project's bubblewrap sandbox (:mod:`gem_core.tools.bubblewrap
 read-only system, private ``/tmp``, unprivileged user, resource limits) with three more private,
 writable, size-limited directories: the workspace (``/app`` unless a task says otherwise),
 ``/tests`` and ``/logs``, empty until grading fills them. Inside runs
-:mod:`gem_envs.terminal.supervisor`, which owns the shell and every process.
+:mod:`gem_envs.terminal.supervisor`, which owns the shell and every process. The protocol with it
+is :class:`ShellSandbox`'s, shared with the container backend (:mod:`gem_envs.terminal.container`).
 """
 
 from __future__ import annotations
