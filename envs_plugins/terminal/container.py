@@ -95,7 +95,11 @@ def image_for(engine: str, task, base_images: Mapping[str, str], build_timeout: 
     """The image to run ``task`` in: its prebuilt image, or its Dockerfile's, built if not cached."""
     require(engine)
     if task.image:
-        return map_image(task.image, base_images)
+        image = map_image(task.image, base_images)
+        if (engine, image) not in _ready and not _image_exists(engine, image):
+            _pull(engine, image, build_timeout)
+        _ready.add((engine, image))
+        return image
     if task.dockerfile is None:
         raise ContainerError(f"The terminal task {task.name!r} has no Dockerfile to build (and no docker_image).")
     dockerfile = _FROM.sub(lambda m: m.group(1) + m.group(2) + map_image(m.group(3), base_images) + m.group(4),
@@ -174,7 +178,10 @@ class ContainerSandbox(ShellSandbox):
         """Remove the container and everything in it. Safe to call more than once."""
         if getattr(self, "_closed", True):
             return
-        _cli(self.engine, "rm", "-f", *_rm_options(self.engine), self.name)
+        try:
+            _cli(self.engine, "rm", "-f", *_rm_options(self.engine), self.name)
+        except ContainerError:
+            pass  # the supervisor still sees its input close below, exits, and the engine removes the container
         super().close()
 
 
@@ -203,6 +210,18 @@ def _cli(engine: str, *args: str, timeout: float = _CLI_TIMEOUT) -> subprocess.C
 
 def _image_exists(engine: str, tag: str) -> bool:
     return _cli(engine, "image", "inspect", "--format", "{{.Id}}", tag).returncode == 0
+
+
+def _pull(engine: str, image: str, timeout: float) -> None:
+    try:
+        result = subprocess.run([engine, "pull", "--quiet", image], stdin=subprocess.DEVNULL, capture_output=True,
+                                text=True, errors="replace", timeout=timeout)
+    except subprocess.TimeoutExpired:
+        result = None
+    if result is None or result.returncode != 0:
+        why = "it took too long" if result is None else result.stderr.strip()[-500:]
+        raise ContainerError(f"The image {image!r} is not in {engine} and could not be pulled ({why}). Load or build "
+                             "it, or map its name to a local image with base_images=.")
 
 
 def _build(engine: str, tag: str, dockerfile: str, context: Path, task: str, timeout: float) -> None:

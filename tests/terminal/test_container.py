@@ -296,3 +296,16 @@ def test_containers_of_a_dead_owner_are_removed_by_the_sweep(podman):
     assert name in containers()
     assert name in container.remove_orphans("podman")
     assert name not in containers()
+
+
+def test_a_prebuilt_image_that_is_nowhere_is_a_clear_error(tmp_path, podman):
+    task = tmp_path / "absent-image"
+    (task / "tests").mkdir(parents=True)
+    (task / "task.toml").write_text('[environment]\ndocker_image = "localhost/gem-test/absent:1"\n')
+    (task / "instruction.md").write_text("Nothing.\n")
+    (task / "tests" / "test.sh").write_text("#!/bin/bash\necho 1 > /logs/verifier/reward.txt\n")
+    env = TerminalEnv(path=task, backend="podman", base_images=podman)
+    with pytest.raises(container.ContainerError, match=r"'localhost/gem-test/absent:1' is not in podman and could "
+                                                        r"not be pulled.*base_images="):
+        env.reset()
+    env.close()
