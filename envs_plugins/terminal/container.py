@@ -219,7 +219,7 @@ def _pull(engine: str, image: str, timeout: float) -> None:
     except subprocess.TimeoutExpired:
         result = None
     if result is None or result.returncode != 0:
-        why = "it took too long" if result is None else result.stderr.strip()[-500:]
+        why = "it took too long" if result is None else (result.stderr.strip().splitlines() or ["?"])[-1][-500:]
         raise ContainerError(f"The image {image!r} is not in {engine} and could not be pulled ({why}). Load or build "
                              "it, or map its name to a local image with base_images=.")
 
