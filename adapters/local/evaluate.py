@@ -62,6 +62,7 @@ class EvalSettings:
     output_dir: str | None = None
     progress: bool = True
     timeout: float = 120.0  # seconds per endpoint request
+    env_kwargs: dict[str, Any] = field(default_factory=dict)  # passed to every environment (--env-arg)
 
     def validate(self) -> None:
         from gem_adapters.local.config import check_env_ids
@@ -242,7 +243,7 @@ def run_evaluation(settings: EvalSettings, *, console: Any = None) -> dict[str, 
                 finished.clear()
                 with gem_core.make_vec(env_id, num_envs=min(settings.concurrency, settings.episodes), mode="async",
                                        wrappers=settings.wrappers, wrapper_options={"tokenizer": template},
-                                       seed=settings.seed) as vec_env:
+                                       seed=settings.seed, **settings.env_kwargs) as vec_env:
                     if isinstance(policy, ChatEndpointPolicy) and not reports:
                         vec_env.run_coroutine(policy.check())
                     try:

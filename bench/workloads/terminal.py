@@ -11,6 +11,14 @@ The last stdout line is one JSON object ``{"metrics": {name: {"value", "unit", "
 * ``terminal_episodes_per_s`` and ``terminal_episodes_per_s_c4``: episodes of the shipped task
   ``csv-column-sum`` (reset, its solution as one command, ``<finish>`` and grading), one at a
   time and four at once.
+
+With podman installed (and the test base image built: ``python -m tests.terminal.images``), the
+same on the container backend, the task's ``FROM`` mapped to that local image:
+
+* ``terminal_container_first_observation_p50_ms``: ``reset()`` of a cached image, container start
+  to the first observation;
+* ``terminal_container_round_trip_p50_ms``: one ``true`` in the container's persistent shell;
+* ``terminal_container_episodes_per_s``: episodes of ``csv-column-sum``, one at a time.
 """
 
 from __future__ import annotations
@@ -21,8 +29,10 @@ import statistics
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 TASK = "csv-column-sum"
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def timed(function, n: int, label: str) -> list[float]:
@@ -59,6 +69,49 @@ def episodes_per_second(episodes: int, workers: int) -> float:
             env.close()
 
 
+def container_metrics(quick: bool) -> dict:
+    """The container backend's figures, or none (with a note) when podman or the base is missing."""
+    import shutil
+
+    if shutil.which("podman") is None:
+        print("podman is not installed: no container figures", file=sys.stderr)
+        return {}
+    from gem_envs.terminal.env import TerminalEnv
+
+    sys.path.insert(0, str(ROOT))  # the tests' image recipe
+    from tests.terminal.images import BASE, base_images, exists
+
+    if not exists(BASE):
+        print(f"no test base image {BASE} (python -m tests.terminal.images): no container figures", file=sys.stderr)
+        return {}
+    env = TerminalEnv(task=TASK, backend="podman", base_images=base_images())
+    resets, commands, episodes = (5, 100, 5) if quick else (20, 1000, 20)
+    try:
+        env.reset()  # builds the image once
+        first = timed(env.reset, resets, "container reset")
+        env.sandbox.run("true")
+        round_trip = timed(lambda: env.sandbox.run("true"), commands, "container shell")
+
+        def episode() -> None:
+            env.reset()
+            assert env.run_solution().exit_code == 0
+            assert env.step("<finish>")[1] == 1.0
+
+        start = time.perf_counter()
+        for _ in range(episodes):
+            episode()
+        rate = episodes / (time.perf_counter() - start)
+    finally:
+        env.close()
+    return {
+        "terminal_container_first_observation_p50_ms": {"value": statistics.median(first) * 1000, "unit": "ms",
+                                                        "better": "lower"},
+        "terminal_container_round_trip_p50_ms": {"value": statistics.median(round_trip) * 1000, "unit": "ms",
+                                                 "better": "lower"},
+        "terminal_container_episodes_per_s": {"value": rate, "unit": "episodes/s", "better": "higher"},
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--impl", choices=["ours", "reference"], default="ours")
@@ -90,6 +143,7 @@ def main() -> None:
                                           "better": "lower"},
         "terminal_episodes_per_s": {"value": sequential, "unit": "episodes/s", "better": "higher"},
         "terminal_episodes_per_s_c4": {"value": concurrent, "unit": "episodes/s", "better": "higher"},
+        **container_metrics(args.quick),
     }
     print(json.dumps({"metrics": metrics}))
 

@@ -1,19 +1,25 @@
 """Terminal environments: an agent works in a sandboxed shell and is graded by hidden tests.
 
-Each episode is one task (see :mod:`gem_envs.terminal.tasks`) in a fresh sandbox
-(:mod:`gem_envs.terminal.sandbox`). Every turn the agent runs one command in a persistent shell,
-or finishes. When the episode ends (``<finish>``, the turn limit, or a format error), the shell
-and everything it started are stopped, the task's tests are copied into ``/tests`` (the agent
-never saw them) and run in the same sandbox; the reward is the weighted fraction that passed.
+Each episode is one task (see :mod:`gem_envs.terminal.tasks`) in a fresh bubblewrap sandbox
+(:mod:`gem_envs.terminal.sandbox`) or container (:mod:`gem_envs.terminal.container`). Every turn
+the agent runs one command in a persistent shell, or finishes. When the episode ends
+(``<finish>``, the turn limit, or a format error), the shell and everything it started are
+stopped, the task's tests are copied into ``/tests`` (the agent never saw them) and run in the
+same sandbox; the reward is the weighted fraction that passed.
 """
 
 from __future__ import annotations
 
 import copy
+import functools
+import inspect
 import io
 import re
 import tarfile
+import threading
 import time
+import warnings
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,13 +28,15 @@ from gem_core.core import Env
 from gem_core.errors import GemError
 from gem_core.tools.sandbox import Limits, SandboxError
 
-from gem_envs.terminal.sandbox import LOGS_DIR, TESTS_DIR, CommandResult, TerminalSandbox, tar_archive
-from gem_envs.terminal.tasks import BUILTIN_DIR, DIFFICULTIES, HARBOR, TerminalTask, builtin_tasks, load_tasks
+from gem_envs.terminal import pytest_kit
+from gem_envs.terminal.sandbox import LOGS_DIR, TESTS_DIR, CommandResult, ShellSandbox, TerminalSandbox, tar_archive
+from gem_envs.terminal.tasks import (BACKENDS, BUILTIN_DIR, DIFFICULTIES, HARBOR, TaskUnsupportedError, TerminalTask,
+                                     builtin_tasks, load_tasks)
 
 TIMEOUT_EXIT_CODE = 124
 TEST_OUTPUT_KEPT = 2000  # characters of the test script's output in info when it reported no test
 PROMPT = (
-    "You are working in a Linux shell (bash) in {workdir}, with no network access.\n\n"
+    "You are working in a Linux shell (bash) in {workdir}, {network}.\n\n"
     "Task:\n{instruction}\n\n"
     "Run one command per turn as <bash>COMMANDS</bash> (several lines are fine); you will see its output "
     "and exit code. The shell persists between turns: the directory, variables and background jobs stay. "
@@ -160,7 +168,14 @@ class TerminalEnv(Env):
     (``max_command_timeout`` when it asks for more); its output is kept to ``max_output``
     bytes (head and tail). Limits on every process: ``memory_mb`` of address space,
     ``max_processes``, ``max_file_mb`` per file; the workspace, ``/tmp``, ``/tests`` and ``/logs``
-    hold ``disk_mb`` each.
+    hold ``disk_mb`` each (in the bubblewrap sandbox).
+
+    ``backend``: ``"bubblewrap"`` (the light sandbox, for tasks whose Dockerfile it can read),
+    ``"podman"`` or ``"docker"`` (a container built from the task's Dockerfile, with ``memory_mb``
+    of memory, ``max_processes`` processes and ``cpus`` CPUs), or ``"auto"``: bubblewrap for each
+    task that needs nothing else, else a container engine that is present. ``network`` turns the
+    container's network on (it is off by default; the bubblewrap sandbox has none).
+    ``base_images`` maps image names (exact, or shell patterns) to local images for building.
 
     Rewards: 0 per command; at the end, the weighted fraction of tests passed, plus
     :attr:`Reward.FORMAT_ERROR` if the episode ended on a malformed action. ``terminated`` after
@@ -184,11 +199,23 @@ class TerminalEnv(Env):
         max_processes: int = 128,
         max_file_mb: int = 128,
         disk_mb: int = 256,
+        backend: str = "auto",
+        network: bool = False,
+        base_images: Mapping[str, str] | None = None,
+        cpus: float = 1.0,
+        build_timeout: float = 1800.0,
     ):
         if difficulty is not None and difficulty not in DIFFICULTIES:
             raise GemError(f"difficulty must be one of {', '.join(DIFFICULTIES)}, not {difficulty!r}.")
+        if backend not in BACKENDS:
+            raise GemError(f"backend must be one of {', '.join(BACKENDS)}, not {backend!r}.")
+        if not (isinstance(cpus, (int, float)) and cpus > 0):
+            raise GemError(f"cpus must be a positive number, not {cpus!r}.")
+        self.backend, self.network, self.cpus, self.build_timeout = backend, bool(network), float(cpus), build_timeout
+        self.base_images = dict(base_images or {})
         if tasks is None:
-            tasks = load_tasks(path) if path is not None else builtin_tasks()
+            tasks = load_tasks(path, backend, self.network) if path is not None else builtin_tasks()
+        tasks = self._runnable(tasks, single=path is not None and len(tasks) == 1)
         self.tasks = [t for t in tasks if difficulty is None or t.difficulty == difficulty]
         if task is not None:
             self.tasks = [t for t in self.tasks if t.name == task]
@@ -205,8 +232,22 @@ class TerminalEnv(Env):
                              cpu_seconds=int(max_command_timeout) * 4, max_processes=max_processes,
                              max_file_mb=max_file_mb, tmp_mb=disk_mb, max_output=max_output)
         self.task: TerminalTask | None = None
-        self.sandbox: TerminalSandbox | None = None
+        self.sandbox: ShellSandbox | None = None
         self.turn, self.done, self.agent_seconds = 0, True, 0.0
+
+    def _runnable(self, tasks: list[TerminalTask], single: bool) -> list[TerminalTask]:
+        """The tasks this backend can run; the others skipped with a warning (raised for one task)."""
+        kept = []
+        for task in tasks:
+            try:
+                task.backend(self.backend, self.network)
+            except TaskUnsupportedError as e:
+                if single:
+                    raise
+                warnings.warn(f"Skipping terminal task {task.name!r}: {e}", stacklevel=3)
+            else:
+                kept.append(task)
+        return kept
 
     # --- episode ----------------------------------------------------------------------------
 
@@ -280,10 +321,13 @@ class TerminalEnv(Env):
         twin.sandbox = None
         if self.sandbox is None or self.task is None:
             return twin
+        if self.sandbox.workdir == "/":
+            raise GemError(f"clone() copies the workspace folder, and the image of {self.task.name!r} sets no WORKDIR "
+                           "(the shell starts in /).")
         workspace = self.sandbox.snapshot()
         state = self.sandbox.run('printf "cd %q\\n" "$PWD"; export -p', 10.0) if not self.done else None
         twin._start(self.task)
-        twin.sandbox.put(self.task.workdir, workspace, clean=True)
+        twin.sandbox.put(self.sandbox.workdir, workspace, clean=True)
         if state is not None and state.exit_code == 0:
             twin.sandbox.run(state.output, 10.0)
         return twin
@@ -297,13 +341,34 @@ class TerminalEnv(Env):
     # --- helpers ----------------------------------------------------------------------------
 
     def _start(self, task: TerminalTask) -> None:
-        if self.sandbox is not None:
-            self.sandbox.close()
-        self.sandbox = TerminalSandbox(self.limits, workdir=task.workdir, env=dict(task.env),
-                                       hidden=(task.root, BUILTIN_DIR))
+        """A fresh sandbox or container for ``task``; the previous one is removed meanwhile."""
+        previous, self.sandbox = self.sandbox, None
+        closing = threading.Thread(target=previous.close) if previous is not None else None
+        if closing is not None:
+            closing.start()
+        try:
+            self.sandbox = self._new_sandbox(task)
+        finally:
+            if closing is not None:
+                closing.join()
+
+    def _new_sandbox(self, task: TerminalTask) -> ShellSandbox:
+        backend = task.backend(self.backend, self.network)
+        kit = _pytest_kit()
+        binds = ((str(kit), pytest_kit.KIT_PATH),) if kit is not None else ()
+        if backend == "bubblewrap":
+            return TerminalSandbox(self.limits, workdir=task.workdir, env=dict(task.env),
+                                   hidden=(task.root, BUILTIN_DIR), binds=binds)
+        from gem_envs.terminal import container
+
+        image = container.image_for(backend, task, self.base_images, self.build_timeout)
+        return container.ContainerSandbox(backend, image, self.limits, container.image_workdir(backend, image),
+                                          network=self.network, cpus=self.cpus, binds=binds)
 
     def _prepare(self, task: TerminalTask) -> None:
-        """Place the task's files and run its set-up commands."""
+        """Place the task's files and run its set-up commands (a container's image holds them)."""
+        if not isinstance(self.sandbox, TerminalSandbox):
+            return
         if task.files:
             self.sandbox.put(task.workdir, _archive(task, task.workdir))
         for command in task.setup:
@@ -316,9 +381,9 @@ class TerminalEnv(Env):
         task = self.task
         self.done = True
         self.sandbox.kill_all()  # nothing the agent left running may touch the tests or their results
-        self.sandbox.put(TESTS_DIR, tar_archive(task.test_files), clean=True)
+        self.sandbox.put(TESTS_DIR, _tests_archive(task), clean=True)
         self.sandbox.put(LOGS_DIR, _empty_logs(), clean=True)
-        result = self.sandbox.execute(task.test_command, timeout=task.test_timeout,
+        result = self.sandbox.execute(f"{pytest_kit.test_environment()}; {task.test_command}", timeout=task.test_timeout,
                                       env={"TEST_DIR": TESTS_DIR, "T_BENCH_TEST_DIR": TESTS_DIR})
         results = parse_test_output(result.output)
         if task.layout == HARBOR:
@@ -346,7 +411,9 @@ class TerminalEnv(Env):
             return 0.0
 
     def _prompt(self) -> str:
-        return PROMPT.format(workdir=self.task.workdir, instruction=self.task.instruction,
+        network = "with network access" if self.network and not isinstance(self.sandbox, TerminalSandbox) \
+            else "with no network access"
+        return PROMPT.format(workdir=self.sandbox.workdir, network=network, instruction=self.task.instruction,
                              timeout=self.command_timeout, max_timeout=self.limits.timeout, max_turns=self.max_turns)
 
     def _verdict(self, grade: Grade) -> str:
@@ -364,7 +431,7 @@ class TerminalEnv(Env):
         else:
             lines.append(f"[exit code {result.exit_code}]")
         if result.restarted:
-            lines.append(f"[the shell ended; a new one started in {self.task.workdir}: variables, directory "
+            lines.append(f"[the shell ended; a new one started in {self.sandbox.workdir}: variables, directory "
                          "and background jobs were reset]")
         return "\n".join(lines)
 
@@ -387,6 +454,29 @@ def _archive(task: TerminalTask, workdir: str) -> bytes:
     return buffer.getvalue()
 
 
+def _tests_archive(task: TerminalTask) -> bytes:
+    """The task's tests, with its test script as it runs offline."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as tar:
+        for path, name in task.test_files:
+            tar.add(str(path), arcname=name)
+        script = task.test_script.encode()
+        info = tarfile.TarInfo(task.test_script_name)
+        info.size, info.mode = len(script), 0o755
+        tar.addfile(info, io.BytesIO(script))
+    return buffer.getvalue()
+
+
+@functools.lru_cache(maxsize=1)
+def _pytest_kit():
+    """The pytest kit's folder, or None (with a warning) when pytest is not installed."""
+    try:
+        return pytest_kit.kit()
+    except GemError as e:
+        warnings.warn(f"Terminal tasks graded with pytest will fail: {e}", stacklevel=2)
+        return None
+
+
 def _empty_logs() -> bytes:
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w") as tar:
@@ -405,3 +495,7 @@ class TaskFolderEnv(TerminalEnv):
             raise GemError("terminal:Tasks-v0 plays your own tasks: pass path=DIR, a terminal-bench or Harbor "
                            "task folder or a folder of them (the shipped tasks are terminal:All-v0).")
         super().__init__(path=path, **options)
+
+
+# make() checks keywords against the signature: show it TerminalEnv's, so a typo is named there.
+TaskFolderEnv.__signature__ = inspect.signature(TerminalEnv)

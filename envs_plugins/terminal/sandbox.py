@@ -4,7 +4,8 @@ The sandbox is the project's bubblewrap sandbox (:mod:`gem_core.tools.bubblewrap
 read-only system, private ``/tmp``, unprivileged user, resource limits) with three more private,
 writable, size-limited directories: the workspace (``/app`` unless a task says otherwise),
 ``/tests`` and ``/logs``, empty until grading fills them. Inside runs
-:mod:`gem_envs.terminal.supervisor`, which owns the shell and every process.
+:mod:`gem_envs.terminal.supervisor`, which owns the shell and every process. The protocol with it
+is :class:`ShellSandbox`'s, shared with the container backend (:mod:`gem_envs.terminal.container`).
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ _BOOTSTRAP = """\
 # The program line stays short (``ps`` shows it): the bootstrap and the configuration come first
 # on standard input.
 _LOADER = "import sys, json; exec(json.loads(sys.stdin.buffer.readline()))"
+_PROGRAM = ("-I", "-S", "-B", "-c", _LOADER)
 
 
 @dataclass(frozen=True)
@@ -54,47 +56,36 @@ class CommandResult:
     restarted: bool = False
 
 
-class TerminalSandbox:
-    """One sandbox with a persistent shell whose working directory is ``workdir``.
+class ShellSandbox:
+    """What every terminal sandbox shares: a supervisor (:mod:`gem_envs.terminal.supervisor`),
+    started by a subclass with :meth:`_launch`, driven over its standard input and output.
+    ``workdir`` is the shell's working directory."""
 
-    ``limits`` apply to every process in it (``limits.timeout`` is the longest a command may be
-    given; ``limits.tmp_mb`` sizes ``/tmp`` and, separately, each of the workspace, ``/tests`` and
-    ``/logs``). ``env`` adds environment variables. Host folders in ``hidden`` (a task's own
-    folder, with its tests) show empty should the sandbox's read-only view of the host include
-    them (a package installed under ``/usr``). Use as a context manager, or call :meth:`close`.
-    """
+    kind = "sandbox"  # what error messages call it
+    limits: Limits
+    workdir: str
+    _proc: subprocess.Popen | None = None
+    _closed = True
 
-    def __init__(self, limits: Limits, workdir: str = "/app", env: Mapping[str, str] | None = None,
-                 python: str | None = None, hidden: tuple[str | Path, ...] = ()):
-        self.limits, self.workdir = limits, workdir
-        interpreter = bubblewrap.interpreter(python or _system_python())
-        problem = bubblewrap.problem(interpreter)
-        if problem is not None:
-            raise SandboxUnavailableError(problem)
-        for mount in interpreter.mounts:
-            if mount == workdir or mount.startswith(workdir.rstrip("/") + "/"):
-                raise SandboxConfigError(f"The workspace {workdir} would hide {mount}, which the sandbox's Python "
-                                         "needs; use another workspace folder, or install python3 in /usr.")
-        shell_env = {"PATH": SHELL_PATH, "HOME": workdir, "TMPDIR": "/tmp", "LANG": "C.UTF-8", "TERM": "dumb",
-                     "USER": "nobody", **(env or {})}
-        config = json.dumps({"env": shell_env, "cwd": workdir})
-        bootstrap = _BOOTSTRAP.format(set_limits=SET_LIMITS.format(limits=limits.rlimits(processes=True)),
+    def _launch(self, argv: list[str], config: dict, pass_fds: list[int] | tuple[int, ...] = ()) -> None:
+        """Start ``argv`` (which runs ``python3`` :data:`_PROGRAM`), hand it the supervisor and
+        ``config``, and wait until it is ready."""
+        bootstrap = _BOOTSTRAP.format(set_limits=SET_LIMITS.format(limits=self.limits.rlimits(processes=True)),
                                       source=_supervisor_source())
-        program = ["-I", "-S", "-B", "-c", _LOADER]
-        with bubblewrap.sandbox_argv(interpreter, program, tmp_bytes=limits.tmp_mb << 20, files={},
-                                     drops_privileges=True,
-                                     writable_dirs=(workdir, TESTS_DIR, LOGS_DIR),
-                                     hidden_dirs=tuple(os.path.realpath(p) for p in hidden
-                                                       if bubblewrap.visible(interpreter, str(p)))) as (argv, fds):
-            self._proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                          stderr=subprocess.DEVNULL, pass_fds=fds, cwd="/", start_new_session=True)
+        self._proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                      stderr=subprocess.DEVNULL, pass_fds=pass_fds, cwd="/", start_new_session=True)
         self._closed = False
         self._lock = threading.Lock()
-        self._proc.stdin.write(json.dumps(bootstrap).encode() + b"\n" + config.encode() + b"\n")
+        self._proc.stdin.write(json.dumps(bootstrap).encode() + b"\n" + json.dumps(config).encode() + b"\n")
         self._proc.stdin.flush()
-        if self._reply(60.0) != {"ready": True}:
+        try:
+            ready = self._reply(60.0)
+        except (SandboxError, ValueError):
+            ready = None
+        if ready != {"ready": True}:
             self.close()
-            raise SandboxError("The terminal sandbox did not start.")
+            why = f": {ready['error']}" if isinstance(ready, dict) and "error" in ready else ""
+            raise SandboxError(f"The terminal {self.kind} did not start{why}.")
 
     # --- requests ---------------------------------------------------------------------------
 
@@ -143,7 +134,7 @@ class TerminalSandbox:
     def alive(self) -> bool:
         return not self._closed and self._proc.poll() is None
 
-    def __enter__(self) -> TerminalSandbox:
+    def __enter__(self) -> ShellSandbox:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -158,7 +149,7 @@ class TerminalSandbox:
 
     def _exchange(self, request: dict, timeout: float) -> dict:
         if not self.alive:
-            raise SandboxError("The terminal sandbox has ended (it was closed, or its supervisor died).")
+            raise SandboxError(f"The terminal {self.kind} has ended (it was closed, or its supervisor died).")
         try:
             self._proc.stdin.write(json.dumps(request).encode() + b"\n")
             self._proc.stdin.flush()
@@ -179,6 +170,40 @@ class TerminalSandbox:
             self.close()
             raise SandboxError("The terminal sandbox has ended unexpectedly.")
         return json.loads(line)
+
+
+class TerminalSandbox(ShellSandbox):
+    """One bubblewrap sandbox with a persistent shell whose working directory is ``workdir``.
+
+    ``limits`` apply to every process in it (``limits.timeout`` is the longest a command may be
+    given; ``limits.tmp_mb`` sizes ``/tmp`` and, separately, each of the workspace, ``/tests`` and
+    ``/logs``). ``env`` adds environment variables. Host folders in ``hidden`` (a task's own
+    folder, with its tests) show empty should the sandbox's read-only view of the host include
+    them (a package installed under ``/usr``); ``binds`` maps host folders to read-only paths in
+    the sandbox. Use as a context manager, or call :meth:`close`.
+    """
+
+    def __init__(self, limits: Limits, workdir: str = "/app", env: Mapping[str, str] | None = None,
+                 python: str | None = None, hidden: tuple[str | Path, ...] = (),
+                 binds: tuple[tuple[str, str], ...] = ()):
+        self.limits, self.workdir = limits, workdir
+        interpreter = bubblewrap.interpreter(python or _system_python())
+        problem = bubblewrap.problem(interpreter)
+        if problem is not None:
+            raise SandboxUnavailableError(problem)
+        for mount in interpreter.mounts:
+            if mount == workdir or mount.startswith(workdir.rstrip("/") + "/"):
+                raise SandboxConfigError(f"The workspace {workdir} would hide {mount}, which the sandbox's Python "
+                                         "needs; use another workspace folder, or install python3 in /usr.")
+        shell_env = {"PATH": SHELL_PATH, "HOME": workdir, "TMPDIR": "/tmp", "LANG": "C.UTF-8", "TERM": "dumb",
+                     "USER": "nobody", **(env or {})}
+        with bubblewrap.sandbox_argv(interpreter, list(_PROGRAM), tmp_bytes=limits.tmp_mb << 20, files={},
+                                     drops_privileges=True,
+                                     writable_dirs=(workdir, TESTS_DIR, LOGS_DIR),
+                                     hidden_dirs=tuple(os.path.realpath(p) for p in hidden
+                                                       if bubblewrap.visible(interpreter, str(p))),
+                                     readonly_binds=binds) as (argv, fds):
+            self._launch(argv, {"env": shell_env, "cwd": workdir}, fds)
 
 
 def tar_archive(items: list[tuple[Path, str]]) -> bytes:

@@ -5,6 +5,10 @@ standard library only. It is the sandbox's first process (after bwrap's init), s
 agent starts descends from it or is reparented to bwrap's init, and all of it shows in the
 sandbox's own ``/proc``.
 
+The configuration (the second line of standard input) gives the shell's ``env`` and ``cwd``;
+``inherit_env`` adds the process's own variables beneath them, and ``as_root`` runs the agent's
+processes as this process's user instead of ``nobody`` (in a container, whose root is the agent's).
+
 Protocol: one JSON request per line on standard input, one JSON reply per line on standard output
 (binary payloads are base64). Requests (``op``):
 
@@ -325,10 +329,15 @@ def snapshot(directory):
 
 
 def main():
+    global PRIVILEGED, AS_AGENT
     for sig in IGNORED_SIGNALS:  # `pkill python3` and the like leave the supervisor alone
         signal.signal(sig, signal.SIG_IGN)
     config = json.loads(sys.stdin.buffer.readline())
     env, cwd = config["env"], config["cwd"]
+    if config.get("as_root"):  # in a container the agent is root, as terminal-bench has it
+        PRIVILEGED, AS_AGENT = False, {}
+    if config.get("inherit_env"):  # the image's own variables (PATH, ...) under the given ones
+        env = dict(os.environ, **env)
     shell = Shell(cwd, env)
     out = sys.stdout.buffer
     out.write(b'{"ready": true}\n')

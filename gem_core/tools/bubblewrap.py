@@ -152,13 +152,15 @@ DROP_PRIVILEGES = (
 def sandbox_argv(python: Interpreter, program_args: list[str], *, tmp_bytes: int,
                  files: dict[str, int], drops_privileges: bool = False,
                  writable_dirs: tuple[str, ...] = (),
-                 hidden_dirs: tuple[str, ...] = ()) -> Iterator[tuple[list[str], list[int]]]:
+                 hidden_dirs: tuple[str, ...] = (),
+                 readonly_binds: tuple[tuple[str, str], ...] = ()) -> Iterator[tuple[list[str], list[int]]]:
     """The bwrap command running ``python program_args`` with ``files`` (name -> readable fd)
     placed in the working directory, and the fds it needs passed; valid inside the block.
 
     ``writable_dirs`` are absolute paths that get private tmpfs mounts of ``tmp_bytes`` each,
     writable by the program, like ``/tmp``. ``hidden_dirs`` are host folders the sandbox would
     show (see :func:`visible`; at :meth:`Interpreter.inside`) that it shows empty instead.
+    ``readonly_binds`` are ``(host folder, path in the sandbox)`` pairs shown read-only.
 
     With ``drops_privileges=True`` the program itself starts with :data:`DROP_PRIVILEGES`;
     otherwise ``setpriv`` switches users before it starts."""
@@ -182,6 +184,9 @@ def sandbox_argv(python: Interpreter, program_args: list[str], *, tmp_bytes: int
         for path in hidden_dirs:
             inside = python.inside(path)
             argv += ["--tmpfs", inside, "--remount-ro", inside]
+        for host, inside in readonly_binds:
+            argv += [arg for parent in _parents(inside) for arg in ("--dir", parent)]
+            argv += ["--ro-bind", host, inside]
         for name, fd in files.items():
             argv += ["--file", str(fd), f"{WORKDIR}/{name}"]
         argv += ["--remount-ro", "/", "--chdir", WORKDIR, "--"]

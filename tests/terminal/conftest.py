@@ -9,6 +9,8 @@ import pytest
 from gem_core.tools import sandbox_problem
 from tests.tools.conftest import descendants, wait_until_gone
 
+collect_ignore_glob = ["public_tasks/*", "container_tasks/*"]  # task folders: their tests run inside tasks
+
 
 @pytest.fixture(autouse=True)
 def no_process_left_behind():
@@ -37,3 +39,19 @@ def env(sandbox):
     environment.reset(seed=0)
     yield environment
     environment.close()
+
+
+@pytest.fixture(scope="session")
+def podman():
+    """The local base images for the container tests (built once, kept in podman's store), as a
+    base_images mapping. Skip when podman is not installed; fail loudly when it cannot work."""
+    if shutil.which("podman") is None:
+        pytest.skip("podman is not installed (scripts/install_test_deps.sh installs it)")
+    from gem_envs.terminal.container import engine_problem
+    from tests.terminal import images
+
+    problem = engine_problem("podman")
+    assert problem is None, problem
+    images.build_base()
+    images.build_tasks()
+    return images.base_images()

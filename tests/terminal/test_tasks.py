@@ -157,10 +157,12 @@ def test_installing_only_the_harness_tools_is_skipped(tmp_path):
         load_task(terminal_bench_task(tmp_path / "u", dockerfile="FROM debian\nRUN apt-get install -y tmux jq\n"))
 
 
-def test_tests_that_download_are_refused(tmp_path):
-    run_tests = "#!/bin/bash\ncurl -LsSf https://astral.sh/uv/install.sh | sh\nuv run pytest\n"
-    with pytest.raises(TaskUnsupportedError, match="curl"):
+def test_tests_that_download_more_than_pytest_are_refused_naming_the_line(tmp_path):
+    run_tests = "#!/bin/bash\ncurl -LsSf https://astral.sh/uv/install.sh | sh\nuv add pytest requests\nuv run pytest\n"
+    with pytest.raises(TaskUnsupportedError, match=r"`uv add pytest requests` \(line 3\), which needs uv"):
         load_task(terminal_bench_task(tmp_path / "t", run_tests=run_tests))
+    with pytest.raises(TaskUnsupportedError, match=r"curl -LO https://example.com/d.csv` \(line 2\)"):
+        load_task(terminal_bench_task(tmp_path / "u", run_tests="#!/bin/bash\ncurl -LO https://example.com/d.csv\n"))
 
 
 def test_several_compose_services_are_refused(tmp_path):
@@ -196,3 +198,21 @@ def test_clear_errors_for_bad_folders(tmp_path):
     write(tmp_path / "no-tests", {"task.yaml": "instruction: do it\n"})
     with pytest.raises(GemError, match="lacks run-tests.sh"):
         load_task(tmp_path / "no-tests")
+
+
+def test_the_standard_pytest_boilerplate_is_run_offline_keeping_line_numbers():
+    from gem_envs.terminal.tasks import offline_script
+
+    script = ("#!/bin/bash\napt-get update\napt-get install -y curl\n"
+              "curl -LsSf https://astral.sh/uv/0.7.13/install.sh | sh\nsource $HOME/.local/bin/env\nuv init\n"
+              "uv add pytest==8.4.1\npip3 install --no-cache-dir pytest 2>/dev/null || pip install pytest\n"
+              "uv run pytest $TEST_DIR/test_outputs.py -rA\nuvx -p 3.13 -w pytest==8.4.1 pytest /tests -rA # run\n")
+    offline, needs = offline_script(script)
+    lines = offline.splitlines()
+    assert needs == "" and len(lines) == len(script.splitlines())
+    assert all(line.startswith("true  # ") for line in lines[1:8])
+    assert lines[8:] == ["python3 -m pytest $TEST_DIR/test_outputs.py -rA", "python3 -m pytest /tests -rA # run"]
+    for line, tool in [("uvx -w pytest-json-ctrf==0.3.5 pytest --ctrf x.json /tests", "uvx"),
+                       ("apt-get install -y curl jq", "apt-get"), ("pip install pytest numpy", "pip"),
+                       ("uv add pytest || curl -O https://x", "uv")]:
+        assert offline_script(f"#!/bin/bash\n{line}\n")[1].endswith(f"(line 2), which needs {tool} and the network.")

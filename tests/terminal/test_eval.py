@@ -1,0 +1,57 @@
+"""`gem eval` on a terminal-bench task in a container, through an OpenAI-compatible endpoint.
+
+The endpoint is a scripted model on localhost (the HTTP server of tests/local/chat_server.py): its
+first reply runs the task's reference solution, its second finishes. `gem eval` talks to it with
+its real client, and the task runs in podman.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from http.server import ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+from tests.helpers import gem_command
+from tests.local.chat_server import ChatServer
+
+TASK = Path(__file__).parent / "public_tasks" / "evoeval-0"
+
+
+class ScriptedChatServer(ChatServer):
+    """Answers the first turn with ``first``, every later turn with ``<finish>``."""
+
+    def __init__(self, name: str, first: str):
+        self.name, self.api_key, self.delay, self.first = name, None, 0.0, first
+        self._count_lock = threading.Lock()
+        self.in_flight = self.max_in_flight = 0
+        self.requests: list[dict[str, Any]] = []
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    def complete(self, body: dict[str, Any]) -> dict[str, Any]:
+        text = self.first if len(body["messages"]) == 1 else "<finish>"
+        return {"id": f"chatcmpl-{len(self.requests)}", "object": "chat.completion", "created": int(time.time()),
+                "model": self.name, "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
+                                                 "finish_reason": "stop"}],
+                "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}}
+
+
+def test_gem_eval_scores_a_terminal_bench_task_in_podman_through_an_endpoint(podman, tmp_path):
+    solution = (TASK / "solution.sh").read_text()
+    out = tmp_path / "eval"
+    with ScriptedChatServer("scripted", f"<bash>{solution}</bash>") as server:
+        result = gem_command(
+            "eval", "--base-url", server.base_url, "--model", "scripted", "--env", "terminal:Tasks-v0",
+            "--env-arg", f"path={TASK}", "--env-arg", "backend=podman", "--env-arg", f"base_images={json.dumps(podman)}",
+            "--episodes", "2", "--concurrency", "2", "--max-new-tokens", "64", "--output-dir", str(out),
+            "--no-progress", env={"OPENAI_API_KEY": "unused"},
+        )
+    assert result.returncode == 0, result.stderr
+    report = json.loads((out / "report.json").read_text())["environments"][0]
+    assert (report["episodes"], report["success_rate"], report["mean_return"]) == (2, 1.0, 1.0), report
+    bad = gem_command("eval", "--env", "terminal:Tasks-v0", "--env-arg", "path", "--model", "x", "--base-url",
+                      server.base_url)
+    assert bad.returncode != 0 and "'path' is not KEY=VALUE" in bad.stderr
