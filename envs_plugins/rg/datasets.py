@@ -7,11 +7,13 @@ test checks it against the installed registry; ``python -m gem_envs.rg.datasets`
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import json
+import random
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from importlib import resources
 from typing import Any
 
@@ -64,7 +66,8 @@ class TaskDataset:
     def __getitem__(self, index: int) -> dict[str, Any]:
         if not 0 <= index < self.size:
             raise IndexError(f"item {index} of a dataset of {self.size}")
-        return self.dataset[index]
+        with _seeded_global_random(f"{self.name}/{self.seed}/{index}"):
+            return self.dataset[index]
 
     def __deepcopy__(self, memo: dict[int, Any]) -> TaskDataset:
         return self
@@ -112,6 +115,18 @@ def mix_specs(mix: Mapping[str, Any]) -> list[dict[str, Any]]:
                            f"{{'weight': w, 'config': {{...}}}}, got {value!r}.")
         specs.append({"name": name, "weight": float(weight), "config": dict(spec.get("config") or {})})
     return specs
+
+
+@contextlib.contextmanager
+def _seeded_global_random(seed: str) -> Iterator[None]:
+    """Some generators (codeio's sampled programs) draw from the global ``random`` module: seed it
+    for the item, so that an item is the same every time, and put the caller's state back."""
+    state = random.getstate()
+    random.seed(seed)
+    try:
+        yield
+    finally:
+        random.setstate(state)
 
 
 @functools.lru_cache(maxsize=64)
