@@ -24,7 +24,7 @@ import time
 import traceback
 import warnings
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from gem_core.core import Env
@@ -273,7 +273,8 @@ def _fingerprint(value: Any) -> Any:
 class _Transcript:
     entries: list[Any]
     actions: list[Any]
-    infos: list[dict]
+    infos: list[dict]  # of the resets and the steps
+    step_infos: list[list[dict]] = field(default_factory=list)  # each step's, per agent
 
 
 def _difference(first: _Transcript, second: _Transcript) -> str:
@@ -367,6 +368,7 @@ class _Runner:
             result, done, infos = driver.step(env, action)
             transcript.actions.append(action)
             transcript.infos.extend(infos)
+            transcript.step_infos.append(infos)
             transcript.entries.append(("step", _fingerprint(action), _fingerprint(result)))
             if done:
                 reset, infos = driver.reset(env, None)
@@ -402,11 +404,10 @@ class _Runner:
 
     def check_transitions(self) -> None:
         transcript = self.reference()
-        if isinstance(self.driver, _SingleAgent):
-            for info, action in zip(transcript.infos[1:], transcript.actions):
-                if info.get("format_error") is True:
-                    raise _Failure(f"the sampled action {_short(action)} got info['format_error']: "
-                                   f"sample_random_action must return a well-formed action")
+        for infos, action in zip(transcript.step_infos, transcript.actions):
+            if any(info.get("format_error") is True for info in infos):
+                raise _Failure(f"the sampled action {_short(action)} got info['format_error']: random actions must be "
+                               f"well-formed")
 
     def check_info_keys(self) -> None:
         for info in self.reference().infos:

@@ -10,7 +10,7 @@ import warnings
 import pytest
 
 import gem_core
-from gem_core.env_checker import EnvCheckWarning
+from gem_core.env_checker import EnvCheckError, EnvCheckWarning
 
 STEPS = 6
 #: What an id needs to be made at all.
@@ -37,24 +37,22 @@ def is_multiagent_class(spec) -> bool:
     return isinstance(target, type) and issubclass(target, MultiAgentEnv)
 
 
-#: Terminal tasks whose shell output lists directories: a clone's workspace is restored into a new
-#: sandbox, whose directory order `find` and `ls -U` may show differently.
-DIRECTORY_ORDER = {"terminal:find-largest-file-v0", "terminal:merge-logs-v0", "terminal:verify-checksums-v0"}
 TERMINAL_GROUPS = {"terminal:All-v0", "terminal:Easy-v0", "terminal:Medium-v0", "terminal:Hard-v0"}
+#: The malformed actions that reach a reasoning-gym scorer (the others end the episode unscored).
+SCORED_ACTIONS = ("", "\\boxed{}", "\\boxed{\\boxed{}", "\\boxed{é中文🙂\x00}", "\\boxed{" + "9" * 10_000 + "}")
 
 
 def sweep_options(env_id: str) -> dict:
-    """What the sweep runs on an id. Every check runs on every id; to keep the sweep short, a
-    single-step rg task plays two episodes per transcript (its generators take up to a second per
-    problem), and a terminal task (one sandbox per episode, sharing the groups' code) answers three
-    of the malformed actions, the group ids all of them."""
+    """What the sweep runs on an id, kept short: a reasoning-gym task (one step per episode, its
+    generators take up to a second per problem) plays two steps per transcript and answers the
+    malformed actions that reach its scorer; a terminal task (a sandbox per episode) runs the
+    replay checks only, as its code is the groups' (terminal:Easy-v0, ...), which run every check."""
     options = dict(steps=STEPS, seed=11, skip=(), **MAKE_OPTIONS.get(env_id, {}))
     if env_id.startswith("rg:"):
-        options["steps"] = 2
+        options.update(steps=2, actions=SCORED_ACTIONS)
     if env_id.startswith("terminal:") and env_id not in TERMINAL_GROUPS:
-        options["actions"] = ("", "<bash>", "x" * 200_000)
-    if env_id in DIRECTORY_ORDER:
-        options["skip"] = ("clone",)
+        options["skip"] = ("global_random", "independent_instances", "any_action", "clone", "episode_bound",
+                           "close_twice")
     return options
 
 
@@ -63,7 +61,13 @@ def test_every_offline_env_passes_check_env(env_id):
     options = sweep_options(env_id)
     with warnings.catch_warnings():
         warnings.simplefilter("error", EnvCheckWarning)
-        results = gem_core.check_env(env_id, **options)
+        try:
+            results = gem_core.check_env(env_id, **options)
+        except EnvCheckError:
+            if not env_id.startswith("terminal:"):
+                raise
+            # A shell shows the wall clock (`ls -l`): two runs that straddle a minute differ.
+            results = gem_core.check_env(env_id, **options)
     assert {r.name for r in results if r.status != "passed"} == set(options["skip"])
 
 
