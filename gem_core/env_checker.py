@@ -222,7 +222,7 @@ class _MultiAgent:
         for what, value in zip(("observations", "rewards", "terminations", "truncations", "infos"), result):
             _expect(value, dict, f"step's {what}")
         observations, rewards, terminations, truncations, infos = result
-        for agent in set(observations) | set(rewards) | set(terminations) | set(truncations) | set(infos):
+        for agent in dict.fromkeys([*observations, *rewards, *terminations, *truncations, *infos]):
             _check_transition((observations.get(agent, ""), rewards.get(agent, 0.0), terminations.get(agent, False),
                                truncations.get(agent, False), infos.get(agent, {})), f"step (agent {agent!r})")
         return result, not env.agents, list(infos.values())

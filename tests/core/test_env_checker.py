@@ -133,8 +133,9 @@ class GlobalNumpyRandom(Guess):
 
 
 class Unseeded(Guess):
-    def draw_secret(self):
-        return secrets.randbelow(9) + 1
+    def reset(self, seed=None, **options):
+        observation, info = super().reset(seed)
+        return f"{observation} (game {secrets.token_hex(4)})", info
 
 
 class LeakyReset(Guess):
