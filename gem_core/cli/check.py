@@ -8,6 +8,7 @@ import warnings
 import click
 
 from gem_core.cli import output
+from gem_core.env_checker import CHECKS
 
 STYLES = {"passed": "green", "failed": "bold red", "warning": "yellow", "skipped": "dim"}
 
@@ -32,7 +33,7 @@ def parse_option(value: str) -> tuple[str, object]:
               help="Bound within which a random episode must end.")
 @click.option("--option", "-o", "options", multiple=True, metavar="KEY=VALUE",
               help="A constructor keyword for the environment (VALUE read as JSON when it parses); repeatable.")
-@click.option("--skip", multiple=True, metavar="CHECK", help="A check not to run; repeatable.")
+@click.option("--skip", multiple=True, metavar="CHECK", help=f"A check not to run ({', '.join(CHECKS)}); repeatable.")
 def check(env_id: str, steps: int, seed: int, max_episode_steps: int, options: tuple[str, ...],
           skip: tuple[str, ...]) -> None:
     """Check ENV_ID against GEM's environment contract and print a report per check.
@@ -50,7 +51,7 @@ def check(env_id: str, steps: int, seed: int, max_episode_steps: int, options: t
     """
     from rich.table import Table
 
-    from gem_core.env_checker import CHECKS, EnvCheckError, check_env, check_multiagent_env
+    from gem_core.env_checker import EnvCheckError, check_env, check_multiagent_env
     from gem_core.multiagent import MultiAgentEnv
     from gem_core.registry import make
 
