@@ -251,5 +251,6 @@ class DatasetEnv(Env):
         twin = copy.copy(self)
         twin._rng = copy.deepcopy(self._rng)
         twin._np_rng = copy.deepcopy(self._np_rng)
+        twin._action_rng = copy.deepcopy(self._action_rng)
         twin.order = self.order.copy()
         return twin

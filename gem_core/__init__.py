@@ -39,6 +39,9 @@ _LAZY = {
     "EpisodeTrackingWrapper": "gem_core.wrappers",
     "MultiAgentEnv": "gem_core.multiagent",
     "AgentSelector": "gem_core.multiagent",
+    "check_env": "gem_core.env_checker",
+    "check_multiagent_env": "gem_core.env_checker",
+    "EnvCheckError": "gem_core.env_checker",
 }
 
 
@@ -64,6 +67,7 @@ __all__ = [
     "DuplicateRegistrationError",
     "Env",
     "EnvArgumentError",
+    "EnvCheckError",
     "EnvSpec",
     "EpisodeTrackingWrapper",
     "GemError",
@@ -78,6 +82,8 @@ __all__ = [
     "VectorEnv",
     "Wrapper",
     "acollect_episodes",
+    "check_env",
+    "check_multiagent_env",
     "collect_episodes",
     "get_adapter",
     "get_estimator",

@@ -116,6 +116,7 @@ class MultiAgentEnv(Env):
     possible_agents: list[str] = []
     #: ``"sequential"`` (turn-taking) or ``"parallel"`` (simultaneous moves).
     mode: str = "sequential"
+    _started = False  # set by the first reset
 
     def __init__(self) -> None:
         self.agents: list[str] = []
@@ -160,6 +161,7 @@ class MultiAgentEnv(Env):
         """Start an episode with every possible agent (:meth:`start` sets up the game's own
         state); returns ``(observations, infos)`` per agent."""
         super().reset(seed)
+        self._started = True
         self.agents = list(self.possible_agents)
         self.terminations = {agent: False for agent in self.agents}
         self.truncations = {agent: False for agent in self.agents}
@@ -192,6 +194,8 @@ class MultiAgentEnv(Env):
         truncations and infos, each keyed by agent."""
         if not isinstance(actions, dict):
             raise MultiAgentError(f"A multi-agent step takes a dict {{agent: action}}, not {type(actions).__name__}.")
+        if not self._started:
+            raise MultiAgentError("Call reset() before step().")
         active = self.active_agents
         missing = [agent for agent in active if agent not in actions]
         if missing:

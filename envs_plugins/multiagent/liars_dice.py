@@ -28,6 +28,7 @@ class LiarsDiceEnv(TurnGame):
         self._next: str | None = None  # who starts the next round
 
     def start(self) -> None:
+        self._next = None
         self.dice = {agent: [0] * self.dice_per_player for agent in self.agents}
         self.roll()
 

@@ -7,11 +7,14 @@ test checks it against the installed registry; ``python -m gem_envs.rg.datasets`
 
 from __future__ import annotations
 
+import contextlib
+import copy
 import dataclasses
 import functools
 import json
+import random
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from importlib import resources
 from typing import Any
 
@@ -52,6 +55,7 @@ class TaskDataset:
         except (TypeError, ValueError) as e:
             raise GemError(f"config= for reasoning-gym dataset {name!r} must hold only JSON data "
                            f"(numbers, strings, lists, dicts): {e}") from None
+        self._config_json = config_json
         self.dataset = _build(name, size, seed, config_json)
 
     @property
@@ -64,7 +68,7 @@ class TaskDataset:
     def __getitem__(self, index: int) -> dict[str, Any]:
         if not 0 <= index < self.size:
             raise IndexError(f"item {index} of a dataset of {self.size}")
-        return self.dataset[index]
+        return copy.deepcopy(_item(self.name, self.size, self.seed, self._config_json, index))
 
     def __deepcopy__(self, memo: dict[int, Any]) -> TaskDataset:
         return self
@@ -112,6 +116,26 @@ def mix_specs(mix: Mapping[str, Any]) -> list[dict[str, Any]]:
                            f"{{'weight': w, 'config': {{...}}}}, got {value!r}.")
         specs.append({"name": name, "weight": float(weight), "config": dict(spec.get("config") or {})})
     return specs
+
+
+@functools.lru_cache(maxsize=1024)
+def _item(name: str, size: int, seed: int, config_json: str, index: int) -> dict[str, Any]:
+    """Item ``index`` of a dataset, made once: some generators take a second per problem, and the
+    episodes of a group (and the instances of a vector environment) reset to the same problems."""
+    with _seeded_global_random(f"{name}/{seed}/{index}"):
+        return _build(name, size, seed, config_json)[index]
+
+
+@contextlib.contextmanager
+def _seeded_global_random(seed: str) -> Iterator[None]:
+    """Some generators (codeio's sampled programs) draw from the global ``random`` module: seed it
+    for the item, so that an item is the same every time, and put the caller's state back."""
+    state = random.getstate()
+    random.seed(seed)
+    try:
+        yield
+    finally:
+        random.setstate(state)
 
 
 @functools.lru_cache(maxsize=64)

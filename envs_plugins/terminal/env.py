@@ -318,6 +318,7 @@ class TerminalEnv(Env):
         """A copy in a new sandbox: the same task, workspace, shell directory and exported variables."""
         twin = copy.copy(self)
         twin._rng, twin._np_rng = copy.deepcopy(self._rng), copy.deepcopy(self._np_rng)
+        twin._action_rng = copy.deepcopy(self._action_rng)
         twin.sandbox = None
         if self.sandbox is None or self.task is None:
             return twin

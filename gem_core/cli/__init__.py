@@ -14,6 +14,7 @@ from gem_core.errors import GemError
 
 # name -> ("module:command", one-line help)
 BUILTIN_COMMANDS: dict[str, tuple[str, str]] = {
+    "check": ("gem_core.cli.check:check", "Check an environment against GEM's environment contract."),
     "envs": ("gem_core.cli.envs:envs", "List registered environments."),
     "play": ("gem_core.cli.play:play", "Play an environment in the terminal."),
     "plugins": ("gem_core.cli.plugins:plugins", "Show each plugin, what it registered and its failures."),

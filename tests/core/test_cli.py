@@ -8,7 +8,7 @@ from tests.helpers import gem_command, run_python
 def test_help_on_every_command():
     top = gem_command("--help")
     assert top.returncode == 0
-    for command in ("envs", "play", "plugins"):
+    for command in ("envs", "play", "plugins", "check"):
         assert command in top.stdout
         sub = gem_command(command, "--help")
         assert sub.returncode == 0 and "Usage: gem " + command in sub.stdout

@@ -54,3 +54,19 @@ def test_example_env_is_listed_by_gem_envs(venv):
     rows = json.loads(result.stdout)
     assert [r["id"] for r in rows] == ["example:ReverseWord-v0"]
     assert rows[0]["source"] == "plugin 'example'"
+
+
+def test_example_env_passes_check_env_and_gem_check(venv):
+    result = subprocess.run(
+        [str(venv / "bin" / "python"), "-c",
+         "import gem_core\n"
+         "results = gem_core.check_env('example:ReverseWord-v0', steps=20)\n"
+         "print(sorted({r.status for r in results}), len(results))"],
+        capture_output=True, text=True, cwd=venv,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["['passed']", "11"]
+    report = subprocess.run([str(venv / "bin" / "gem"), "check", "example:ReverseWord-v0", "--steps", "20"],
+                            capture_output=True, text=True, cwd=venv)
+    assert report.returncode == 0, report.stdout + report.stderr
+    assert "example:ReverseWord-v0 keeps the environment contract (11 passed)" in report.stdout

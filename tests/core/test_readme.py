@@ -25,7 +25,10 @@ env = gem_core.make("mypack:ReverseWord-v0")
 obs, _ = env.reset(seed=0)
 assert "garden" in obs, obs
 assert env.step("\\\\boxed{nedrag}")[1] == 1.0
+env.reset()
 assert env.step(env.sample_random_action())[2] is True
+assert {r.status for r in gem_core.check_env("mypack:ReverseWord-v0", steps=10)} == {"passed"}
+assert {r.status for r in gem_core.check_env(ReverseWord, steps=10)} == {"passed"}
 print("ok")
 ''')
     assert result.returncode == 0, result.stderr

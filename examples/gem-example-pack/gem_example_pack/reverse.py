@@ -1,6 +1,6 @@
 """ReverseWord: spell a word backwards, one attempt per turn."""
 
-from gem_core import Env
+from gem_core import Env, GemError
 from gem_core.parsing import last_boxed
 
 WORDS = ("planet", "garden", "rocket", "silver", "window", "forest", "bridge", "candle")
@@ -12,6 +12,7 @@ class ReverseWordEnv(Env):
 
     def __init__(self, max_turns: int = 3):
         self.max_turns = max_turns
+        self.turn = None  # no episode until reset
 
     def reset(self, seed=None, **options):
         super().reset(seed)
@@ -20,6 +21,8 @@ class ReverseWordEnv(Env):
         return f"Write the word '{self.word}' backwards, inside \\boxed{{}}.", {}
 
     def step(self, action):
+        if self.turn is None:
+            raise GemError("Call reset() before step().")
         self.turn += 1
         answer = last_boxed(action)
         if answer is None:
@@ -31,5 +34,5 @@ class ReverseWordEnv(Env):
 
     def sample_random_action(self):
         letters = list(self.word)
-        self.rng.shuffle(letters)
+        self.action_rng.shuffle(letters)  # not self.rng: sampling must not change the episodes
         return "\\boxed{" + "".join(letters) + "}"
