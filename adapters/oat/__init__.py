@@ -2,4 +2,4 @@
 (:mod:`gem_adapters.oat.actor`), a learner that computes GEM's advantages in oat's learner
 process (:mod:`gem_adapters.oat.learner`), and a launcher with oat's own command line plus GEM's
 options (``python -m gem_adapters.oat.train``). ``gem oat config`` prints that command. Install as
-the README says (oat declares Python < 3.11 and pins GPU packages)."""
+docs/adapters/oat.md says (oat declares Python < 3.11 and pins GPU packages)."""

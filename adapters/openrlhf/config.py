@@ -33,8 +33,8 @@ try:
 except ImportError as error:
     raise ImportError(
         "This OpenRLHF agent file plays GEM environments and needs GEM wherever OpenRLHF's vLLM "
-        "engines run: pip install 'gem-adapters[openrlhf]' there (see the OpenRLHF section of GEM's "
-        f"README). The import failed with: {{error}}"
+        "engines run: pip install 'gem-adapters[openrlhf]' there (see docs/adapters/openrlhf.md in "
+        f"GEM). The import failed with: {{error}}"
     ) from error
 
 OPTIONS = {options!r}

@@ -3,7 +3,7 @@ plays GEM environments through RL2's own multi-turn rollout with per-turn reward
 (:mod:`~gem_adapters.rl2.env`), GEM's advantage estimators in place of RL2's
 ``compute_advantages`` (``torchrun ... -m gem_adapters.rl2.train <RL2 overrides>
 gem.estimator=rebn``), and ``gem rl2 config``, which writes the datasets and the environment file
-and prints that command. Install as the README says (RL2 itself goes in with ``--no-deps``)."""
+and prints that command. Install as docs/adapters/rl2.md says (RL2 itself goes in with ``--no-deps``)."""
 
 #: RL2's trainer module: it imports ``compute_advantages`` by name from ``RL2.utils.algorithms``.
 TRAINER_MODULE = "RL2.trainer.ppo"

@@ -36,7 +36,7 @@ try:
 except ImportError as error:
     raise ImportError(
         "This RL2 environment file plays GEM environments and needs GEM where RL2 runs: "
-        "pip install 'gem-adapters[rl2]' (see the RL2 section of GEM's README). "
+        "pip install 'gem-adapters[rl2]' (see docs/adapters/rl2.md in GEM). "
         f"The import failed with: {{error}}"
     ) from error
 

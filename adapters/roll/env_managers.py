@@ -42,5 +42,5 @@ class RollMissingError(GemError, ImportError):
     def __init__(self, feature: str):
         super().__init__(
             f"{feature} needs ROLL, which is not on the package index: clone "
-            "https://github.com/alibaba/ROLL and install it with `pip install -e ROLL` (see the "
-            "README's ROLL section).")
+            "https://github.com/alibaba/ROLL and install it with `pip install -e ROLL` (see GEM's "
+            "docs/adapters/roll.md).")

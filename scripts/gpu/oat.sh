@@ -3,7 +3,7 @@
 # game:GuessTheNumber-v0-easy, through the command `gem oat config` prints, then the mean episode
 # return of every step (OUT/rewards.json), read from the metrics oat logs.
 #
-# Needs a CUDA machine with oat installed as the README's oat section says (Python 3.10, vLLM
+# Needs a CUDA machine with oat installed as docs/adapters/oat.md says (Python 3.10, vLLM
 # 0.8.4, flash-attn, dm-launchpad) and the model (a hub id, or a local folder in MODEL).
 #   MODEL=HuggingFaceTB/SmolLM2-135M-Instruct STEPS=3 bash scripts/gpu/oat.sh
 set -euo pipefail
@@ -18,7 +18,7 @@ python - <<'PY' || exit 2
 import importlib.util, sys
 missing = [m for m in ("oat", "vllm", "launchpad", "deepspeed", "flash_attn") if importlib.util.find_spec(m) is None]
 if missing:
-    sys.exit(f"scripts/gpu/oat.sh needs {', '.join(missing)}: install oat as the README's oat section says.")
+    sys.exit(f"scripts/gpu/oat.sh needs {', '.join(missing)}: install oat as docs/adapters/oat.md says.")
 PY
 
 mkdir -p "$OUT"

@@ -3,7 +3,7 @@
 # through OpenRLHF's own trainer (python -m gem_adapters.openrlhf.train, the command that
 # `gem openrlhf config` prints), then the mean reward of every step (OUT/rewards.json).
 #
-# Needs a CUDA machine with OpenRLHF installed as the README's OpenRLHF section says, plus vLLM
+# Needs a CUDA machine with OpenRLHF installed as docs/adapters/openrlhf.md says, plus vLLM
 # (OpenRLHF's rollout engine) and the model (a hub id, or a local folder in MODEL).
 #   MODEL=HuggingFaceTB/SmolLM2-135M-Instruct STEPS=3 bash scripts/gpu/openrlhf.sh
 set -euo pipefail
@@ -18,7 +18,7 @@ python - <<'PY' || exit 2
 import importlib.util, sys
 missing = [m for m in ("vllm", "ray", "openrlhf", "deepspeed") if importlib.util.find_spec(m) is None]
 if missing:
-    sys.exit(f"scripts/gpu/openrlhf.sh needs {', '.join(missing)}: install OpenRLHF as the README says, with vllm.")
+    sys.exit(f"scripts/gpu/openrlhf.sh needs {', '.join(missing)}: install OpenRLHF as docs/adapters/openrlhf.md says, with vllm.")
 PY
 
 mkdir -p "$OUT"

@@ -4,7 +4,7 @@
 # command that `gem rl2 config` prints), then the mean episode score of every step
 # (OUT/rewards.json), read from the metrics RL2 prints.
 #
-# Needs a CUDA machine with RL2 installed as the README's RL2 section says (sglang, flash-attn,
+# Needs a CUDA machine with RL2 installed as docs/adapters/rl2.md says (sglang, flash-attn,
 # ring-flash-attn, rl-square 0.0.2) and the model (a hub id, or a local folder in MODEL).
 #   MODEL=HuggingFaceTB/SmolLM2-135M-Instruct STEPS=3 bash scripts/gpu/rl2.sh
 set -euo pipefail
@@ -19,7 +19,7 @@ python - <<'PY' || exit 2
 import importlib.util, sys
 missing = [m for m in ("RL2", "sglang", "sglang_router", "flash_attn", "ring_flash_attn") if importlib.util.find_spec(m) is None]
 if missing:
-    sys.exit(f"scripts/gpu/rl2.sh needs {', '.join(missing)}: install RL2 as the README's RL2 section says.")
+    sys.exit(f"scripts/gpu/rl2.sh needs {', '.join(missing)}: install RL2 as docs/adapters/rl2.md says.")
 PY
 
 mkdir -p "$OUT"

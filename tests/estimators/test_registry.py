@@ -69,11 +69,10 @@ def test_estimate_flat_rejects_broken_estimators(result, message):
         estimate_flat(broken, [1.0, 2.0, 3.0], [2, 1], gamma=1.0)
 
 
-def test_readme_example_runs():
-    from tests.helpers import REPO
+def test_documented_example_runs():
+    from tests.helpers import python_blocks
 
-    text = (REPO / "README.md").read_text()
-    block = next(b for b in text.split("```python\n")[1:] if 'get_estimator("rebn")' in b).split("```")[0]
+    block = next(b for b in python_blocks("docs/estimators.md") if 'get_estimator("rebn")' in b)
     result = run_python(block + "\nprint([a.round(3).tolist() for a in advantages])")
     assert result.returncode == 0, result.stderr
     # group seed0 returns 1 and 1: zeros; group seed1 returns 0 and 1: -1 and 1 (up to eps)

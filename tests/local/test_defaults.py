@@ -1,4 +1,4 @@
-"""The defaults of `gem train` are the documented ones: the README's settings table and the help
+"""The defaults of `gem train` are the documented ones: the settings table of docs/training.md and the help
 quote the values a run with no arguments uses."""
 
 from __future__ import annotations
@@ -10,15 +10,15 @@ from tests.helpers import REPO, gem_command
 
 #: Flags whose config key is not the flag's name with underscores.
 RENAMED = {"env": "envs", "lr": "learning_rate"}
-#: Settings a new user meets first: each must be in the README's table with its default.
+#: Settings a new user meets first: each must be in the settings table with its default.
 CORE = {"envs", "model", "estimator", "gamma", "steps", "episodes_per_step", "group_size", "learning_rate",
         "lora_rank", "lora_alpha", "micro_batch_tokens", "max_new_tokens", "max_prompt_tokens", "temperature",
         "top_p", "wrappers", "seed", "save_every"}
 
 
-def readme_defaults() -> dict[str, list[str]]:
-    """Config key -> the default(s) the README's settings table gives for its flag."""
-    text = (REPO / "README.md").read_text()
+def documented_defaults() -> dict[str, list[str]]:
+    """Config key -> the default(s) the settings table of docs/training.md gives for its flag."""
+    text = (REPO / "docs" / "training.md").read_text()
     table = text[text.index("**Settings**"):text.index("**Outputs**")]
     documented: dict[str, list[str]] = {}
     for row in table.splitlines():
@@ -38,10 +38,10 @@ def readme_defaults() -> dict[str, list[str]]:
     return documented
 
 
-def test_the_readme_table_gives_the_defaults_a_run_uses():
+def test_the_documented_table_gives_the_defaults_a_run_uses():
     default = TrainConfig()
-    documented = readme_defaults()
-    assert CORE <= set(documented), f"not in the README's settings table: {CORE - set(documented)}"
+    documented = documented_defaults()
+    assert CORE <= set(documented), f"not in the settings table of docs/training.md: {CORE - set(documented)}"
     assert [float(v) for v in documented.pop("learning_rate")] == [LORA_LR, FULL_LR]
     assert default.lora and default.lr == LORA_LR
     for key, (value,) in documented.items():

@@ -1,14 +1,12 @@
-"""The README's example for these packs runs, and `gem envs` tells offline ids from downloads."""
+"""The Environments page's example for these packs runs, and `gem envs` tells offline ids from downloads."""
 
 import json
-import re
 
-from tests.helpers import REPO, gem_command, run_python
+from tests.helpers import gem_command, python_blocks, run_python
 
 
 def test_readme_example_runs():
-    text = (REPO / "README.md").read_text()
-    block = next(b for b in re.findall(r"```python\n(.*?)```", text, re.S) if "rg:composite" in b)
+    block = next(b for b in python_blocks("docs/environments.md") if "rg:composite" in b)
     done = run_python(block)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split()[0] == "1.0" and done.stdout.split()[1] in ("0.0", "1.0")

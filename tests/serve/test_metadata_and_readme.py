@@ -1,5 +1,5 @@
 """What GEM has beyond OpenEnv's fields (images, multi-agent views, info) crosses the wire, and the
-README's serve lines run as written (on a free port instead of 8000)."""
+serve lines of the Serving page (docs/serving.md) run as written (on a free port instead of 8000)."""
 
 from __future__ import annotations
 
@@ -60,9 +60,8 @@ def test_a_multi_agent_view_carries_its_seats_and_a_raw_multi_agent_env_is_refus
     assert "Traceback" not in refused.stderr
 
 
-def test_the_readme_serve_lines_run_as_written():
-    text = (REPO / "README.md").read_text()
-    section = text.split("## Serving environments (OpenEnv's protocol)")[1].split("\n## ")[0]
+def test_the_documented_serve_lines_run_as_written():
+    section = (REPO / "docs" / "serving.md").read_text()
     command = re.search(r"```bash\n(gem serve .*?)\n```", section).group(1)
     blocks = re.findall(r"```python\n(.*?)```", section, re.S)
     assert command.startswith("gem serve ") and "--port 8000" in command and len(blocks) == 2

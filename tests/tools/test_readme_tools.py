@@ -1,16 +1,13 @@
-"""The README's Tools example runs as written."""
-
-import re
+"""The example of the Tools page (docs/tools.md) runs as written."""
 
 import pytest
 
-from tests.helpers import REPO, run_python
+from tests.helpers import python_blocks, run_python
 
 
 @pytest.mark.usefixtures("sandbox")
 def test_tools_example_runs():
-    text = (REPO / "README.md").read_text()
-    block = next(b for b in re.findall(r"```python\n(.*?)```", text, re.S) if "run_python(" in b)
+    block = next(b for b in python_blocks("docs/tools.md") if "run_python(" in b)
     result = run_python(block)
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()

@@ -1,7 +1,7 @@
 """Fixtures for the oat adapter tests.
 
 These run against the real oat (oat-llm 0.2.4) and deepspeed (0.16.8, oat's pin), installed the
-way the README tells users (see scripts/adapter_envs.py). The only stand-ins are import stand-ins
+way the docs tell users (see scripts/adapter_envs.py). The only stand-ins are import stand-ins
 for vLLM and launchpad (:data:`STANDINS`), which oat imports at module level: vLLM needs a GPU and
 launchpad ships for Python 3.10 only. Where oat's actor would ask its vLLM engine for completions,
 a scripted engine answers in vLLM's output shape (:class:`ScriptedLLM`). SmolLM2's real tokenizer

@@ -1,6 +1,6 @@
 """Fixtures for the OpenRLHF adapter tests.
 
-These run against the real OpenRLHF installed the way the README tells users (see
+These run against the real OpenRLHF installed the way the docs tell users (see
 scripts/adapter_envs.py). The only stand-ins are import stand-ins for flash_attn and vllm (see
 ``standins.py``), and the model server: a scripted engine with the interface of OpenRLHF's vLLM
 engine actor (``generate(token_ids, sampling_params)`` returning vLLM's output shape), since

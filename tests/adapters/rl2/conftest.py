@@ -1,6 +1,6 @@
 """Fixtures for the RL2 adapter tests.
 
-These run against the real RL2 (rl-square 0.0.2) installed the way the README tells users (see
+These run against the real RL2 (rl-square 0.0.2) installed the way the docs tell users (see
 scripts/adapter_envs.py). The only stand-ins are import stand-ins for the GPU-only modules RL2
 imports at module level (sglang, sglang_router, flash_attn, ring_flash_attn; see
 :data:`STANDINS`) and, where RL2 would ask its sglang router for a completion, a scripted model:

@@ -1,7 +1,7 @@
 """Fixtures for the ROLL adapter tests.
 
 ROLL is not on the package index, so CI cannot install it: these tests run in the ROLL stage
-(scripts/adapter_envs.py), which installs the adapter as the README says (gem-llm 0.0.4, the
+(scripts/adapter_envs.py), which installs the adapter as the docs say (gem-llm 0.0.4, the
 `gem` registry ROLL calls) plus Hydra and dacite (what ROLL's launcher loads configs with). They
 replay, on the real `gem` package, the calls ROLL's env managers make; ROLL's own code runs in
 scripts/roll_by_hand.py, with a ROLL checkout. Nothing is stood in for.

@@ -1,6 +1,6 @@
 """Fixtures for the verl adapter tests.
 
-These tests run against the real verl installed the way the README tells users (see
+These tests run against the real verl installed the way the docs tell users (see
 scripts/adapter_envs.py). Nothing here stands in for verl; the only stand-in is the model server:
 a scripted ``generate`` with the signature of verl's server manager (token ids in, token ids out),
 since serving a model needs a GPU.
