@@ -17,7 +17,7 @@
 
 Every run is `gem train` (the same Trainer class) with SmolLM2-135M-Instruct by default, over
 several seeds. The ``cpu`` preset runs claims 1-3 as above at `gem train`'s default size (14 steps
-of 16 episodes; 96 new tokens per turn for the tool claim); a run that two experiments share is
+of 16 episodes; 160 new tokens per turn for the tool claim); a run that two experiments share is
 played once. The ``gpu`` preset is the paper's scale, small. ``--jobs N`` plays N runs at once,
 each a `gem train` process (on a GPU they share the device).
 
@@ -105,7 +105,7 @@ ALSO_JUDGED: dict[str, tuple[tuple[str, str], ...]] = {
 #: Per-step metrics averaged over steps in proportion to another (turns per won episode: by wins).
 WEIGHTED_BY = {"turns_per_success": "success_rate"}
 #: The least max_new_tokens of an experiment (a tool call and its answer need room).
-MIN_NEW_TOKENS = {"tool_rebn_vs_reinforce": 96}
+MIN_NEW_TOKENS = {"tool_rebn_vs_reinforce": 160}
 #: What each preset runs unless --only says otherwise.
 PRESET_EXPERIMENTS = {"cpu": ("sparse_rebn_vs_reinforce", "sparse_gamma", "tool_rebn_vs_reinforce"),
                       "gpu": ("rebn_vs_reinforce", "gamma"), "vision": ("vision",)}
@@ -351,10 +351,14 @@ def values_of(records: list[dict[str, Any]], metric: str) -> list[float]:
 
 def band(curves: list[list[dict[str, Any]]], metric: str) -> tuple[list[int], list[float], list[float], list[float]]:
     """Steps, and per step the mean, least and greatest value over the seeds that have one."""
-    steps = [r["step"] for r in curves[0]]
+    by_step: dict[int, list[float]] = {}
+    for records in curves:
+        for record, value in zip(records, values_of(records, metric)):
+            by_step.setdefault(record["step"], []).append(value)
+    steps = sorted(by_step)
     mean, low, high = [], [], []
-    for column in zip(*(values_of(records, metric) for records in curves)):
-        known = [v for v in column if not math.isnan(v)]
+    for step in steps:
+        known = [v for v in by_step[step] if not math.isnan(v)]
         mean.append(statistics.fmean(known) if known else math.nan)
         low.append(min(known) if known else math.nan)
         high.append(max(known) if known else math.nan)
