@@ -101,7 +101,7 @@ def test_the_cpu_preset_plays_the_three_claims_with_room_for_tool_calls():
     tokens = max(preset["max_new_tokens"], script.MIN_NEW_TOKENS["tool_rebn_vs_reinforce"])
     name = script.run_name(script.TOOL_TASK, {**preset, "estimator": "rebn", "gamma": 0.9, "max_new_tokens": tokens},
                            preset, 3)
-    assert name == "math-Products-v0-Tool-rebn-gamma0.9-tokens96-seed3"
+    assert name == "math-Products-v0-Tool-rebn-gamma0.9-tokens160-seed3"
 
 
 def test_turns_per_won_episode_is_weighted_by_wins_and_judged_with_the_other_metrics():
