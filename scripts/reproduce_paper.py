@@ -1,28 +1,40 @@
-"""Reproduce two claims of the GEM paper at small scale with the built-in trainer.
+"""Reproduce claims of the GEM paper at small scale with the built-in trainer.
 
-1. ReBN beats vanilla REINFORCE: success rate over training steps on an easy game
-   (game:GuessTheNumber-v0-easy), same model, seeds and settings, only the estimator differs.
+1. ReBN beats vanilla REINFORCE: success rate over training steps, same model, seeds and
+   settings, only the estimator differs. The ``cpu`` preset plays it where the paper's argument
+   applies, on sparse 0/1 rewards (game:GuessTheNumber-v0-easy-sparse: 1 for finding the number,
+   0 otherwise, no format penalty), where REINFORCE gets no negative signal and ReBN both signs
+   (``sparse_rebn_vs_reinforce``); ``rebn_vs_reinforce`` is the same on the easy game, whose
+   format errors cost -0.1.
 2. A discount below 1 makes agents finish sooner: turns per episode with gamma 0.9 versus 0.999,
-   ReBN both times, on GuessTheNumber (``gpu`` preset: game:GuessTheNumber-v0, 1-20 in up to 20
-   turns, as in the paper; ``cpu`` preset: the easy game, 1-10 in up to 4 turns, since an
-   episode of 20 turns costs minutes per step on a CPU).
+   ReBN both times, on GuessTheNumber (``gamma``; ``gpu`` preset: game:GuessTheNumber-v0, 1-20
+   in up to 20 turns, as in the paper). The ``cpu`` preset measures turns per *won* episode on
+   game:GuessTheNumber-v0-long-sparse (1-20, 10 turns, 0/1 reward), where extra turns cost
+   nothing but the discount (``sparse_gamma``).
+3. ReBN induces tool use: the share of episodes that call the Python tool, ReBN versus
+   REINFORCE, on products of 4-digit integers with the tool (math:Products-v0+Tool), which a
+   small model cannot multiply in its head (``tool_rebn_vs_reinforce``).
 
 Every run is `gem train` (the same Trainer class) with SmolLM2-135M-Instruct by default, over
-several seeds. The ``cpu`` preset is `gem train`'s default run (14 steps of 16 episodes, about
-five minutes each on 2 cores); a run that two experiments share (ReBN with gamma 0.9 on the easy
-game) is played once. The ``gpu`` preset is the paper's scale, small.
+several seeds. The ``cpu`` preset runs claims 1-3 as above at `gem train`'s default size (14 steps
+of 16 episodes; 160 new tokens per turn for the tool claim); a run that two experiments share is
+played once. The ``gpu`` preset is the paper's scale, small. ``--jobs N`` plays N runs at once,
+each a `gem train` process (on a GPU they share the device).
 
-    python scripts/reproduce_paper.py                      # the preset for this machine, seeds 0 1 2
+    python scripts/reproduce_paper.py                      # the preset for this machine, seeds 0-4
+    python scripts/reproduce_paper.py --preset cpu --jobs 16
     python scripts/reproduce_paper.py --preset gpu --seeds 0 1 2 3
     python scripts/reproduce_paper.py --preset vision --model ~/models/SmolVLM-256M-Instruct
 
 The ``vision`` preset trains a vision-language model (a local folder saved with its processor)
 with ReBN on a generated visual task (vision:Geometry-v0), at the ``gpu`` preset's size.
 
-For each claim it prints, per arm, the metric over the last steps of each seed, their mean and
-spread, and whether the arms separate beyond the noise across seeds (every seed of the arm the
-paper favours beats every seed of the other). Under --out it writes the runs, ``claims.json``,
-``claims.csv`` and ``claims.png`` (each seed's curve and the mean).
+For each claim it prints, per arm and judged metric, the metric over the last steps of each
+seed, their mean and spread, and whether the arms separate beyond the noise across seeds (every
+seed of the arm the paper favours beats every seed of the other: with five seeds per arm, a
+one-sided Mann-Whitney test at p = 1/252). Under --out it writes the runs, ``claims.json``,
+``claims.csv``, ``claims.png`` (each seed's curve and the mean) and ``claim-NAME.png`` per
+experiment (mean over seeds with their range shaded, each judged metric).
 """
 
 from __future__ import annotations
@@ -30,9 +42,13 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import math
+import os
 import statistics
+import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +57,9 @@ from gem_adapters.local.runtime import prefer_passive_openmp
 EASY_GAME = "game:GuessTheNumber-v0-easy"
 LONG_GAME = "game:GuessTheNumber-v0"
 VISUAL_TASK = "vision:Geometry-v0"
+EASY_SPARSE_GAME = "game:GuessTheNumber-v0-easy-sparse"
+LONG_SPARSE_GAME = "game:GuessTheNumber-v0-long-sparse"
+TOOL_TASK = "math:Products-v0+Tool"
 
 PRESETS: dict[str, dict[str, Any]] = {
     "cpu": {"steps": 14, "episodes_per_step": 16, "max_new_tokens": 16, "max_prompt_tokens": 1024},
@@ -64,11 +83,36 @@ EXPERIMENTS: dict[str, tuple[str | None, str, str, dict[str, dict[str, Any]]]] =
     "vision": (VISUAL_TASK, "success_rate", "higher", {
         "ReBN": {"estimator": "rebn", "gamma": 0.9},
     }),
+    "sparse_rebn_vs_reinforce": (EASY_SPARSE_GAME, "success_rate", "higher", {
+        "ReBN": {"estimator": "rebn", "gamma": 0.9},
+        "REINFORCE": {"estimator": "reinforce", "gamma": 0.9},
+    }),
+    "sparse_gamma": (LONG_SPARSE_GAME, "turns_per_success", "lower", {
+        "gamma 0.9": {"estimator": "rebn", "gamma": 0.9},
+        "gamma 0.999": {"estimator": "rebn", "gamma": 0.999},
+    }),
+    "tool_rebn_vs_reinforce": (TOOL_TASK, "tool_call_rate", "higher", {
+        "ReBN": {"estimator": "rebn", "gamma": 0.9},
+        "REINFORCE": {"estimator": "reinforce", "gamma": 0.9},
+    }),
 }
+#: Further metrics judged (and drawn) per experiment: (metric, the favoured arm is higher or lower).
+ALSO_JUDGED: dict[str, tuple[tuple[str, str], ...]] = {
+    "sparse_rebn_vs_reinforce": (("format_error_rate", "lower"),),
+    "sparse_gamma": (("success_rate", "higher"),),
+    "tool_rebn_vs_reinforce": (("success_rate", "higher"),),
+}
+#: Per-step metrics averaged over steps in proportion to another (turns per won episode: by wins).
+WEIGHTED_BY = {"turns_per_success": "success_rate"}
+#: The least max_new_tokens of an experiment (a tool call and its answer need room).
+MIN_NEW_TOKENS = {"tool_rebn_vs_reinforce": 160}
 #: What each preset runs unless --only says otherwise.
-PRESET_EXPERIMENTS = {"cpu": ("rebn_vs_reinforce", "gamma"), "gpu": ("rebn_vs_reinforce", "gamma"),
-                      "vision": ("vision",)}
-TITLES = {"rebn_vs_reinforce": "ReBN vs REINFORCE", "gamma": "discount and episode length", "vision": "vision"}
+PRESET_EXPERIMENTS = {"cpu": ("sparse_rebn_vs_reinforce", "sparse_gamma", "tool_rebn_vs_reinforce"),
+                      "gpu": ("rebn_vs_reinforce", "gamma"), "vision": ("vision",)}
+TITLES = {"rebn_vs_reinforce": "ReBN vs REINFORCE", "gamma": "discount and episode length", "vision": "vision",
+          "sparse_rebn_vs_reinforce": "ReBN vs REINFORCE, 0/1 rewards",
+          "sparse_gamma": "discount and turns per won episode, 0/1 rewards",
+          "tool_rebn_vs_reinforce": "ReBN vs REINFORCE: tool use"}
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -77,14 +121,21 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--preset", choices=sorted(PRESETS), default=None,
                         help="Run size (default: gpu when a CUDA GPU is visible, else cpu).")
     parser.add_argument("--model", default="smollm2", help="Model folder, or smollm2 (default).")
-    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2],
-                        help="Training seeds (default 0 1 2); each arm runs once per seed.")
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4],
+                        help="Training seeds (default 0 1 2 3 4); each arm runs once per seed.")
     parser.add_argument("--steps", type=int, help="Override the preset's steps per run.")
     parser.add_argument("--episodes-per-step", type=int, help="Override the preset's batch size.")
     parser.add_argument("--only", choices=sorted(EXPERIMENTS), nargs="+", help="Run only these experiments.")
     parser.add_argument("--out", type=Path, default=Path("gem-runs/paper-claims"), help="Output folder.")
     parser.add_argument("--last", type=int, default=2, help="Steps averaged for the summary table.")
-    return parser.parse_args(argv)
+    parser.add_argument("--jobs", type=int, default=1,
+                        help="Runs played at once, each a `gem train` process (default 1: in this process).")
+    parser.add_argument("--no-play", action="store_true",
+                        help="Play nothing: summarise the runs an earlier call finished, listing the missing ones.")
+    args = parser.parse_args(argv)
+    if args.jobs < 1:
+        parser.error(f"--jobs must be at least 1, got {args.jobs}.")
+    return args
 
 
 def run_experiments(args: argparse.Namespace) -> dict[str, Any]:
@@ -106,30 +157,89 @@ def run_experiments(args: argparse.Namespace) -> dict[str, Any]:
     if "vision" in chosen and args.model == "smollm2":
         raise SystemExit("The vision experiment trains a vision-language model: pass --model with a local folder "
                          "saved with its processor (e.g. SmolVLM-256M-Instruct).")
-    played: dict[tuple[Any, ...], list[dict[str, Any]]] = {}  # a run two experiments share is played once
+    # key -> (run folder, config, what it serves); a run two experiments share is played once
+    planned: dict[tuple[Any, ...], tuple[Path, Any, str]] = {}
+    for name in chosen:
+        env_id, _, _, arms = EXPERIMENTS[name]
+        env_id = env_id or GAMMA_GAME[preset_name]
+        for label, settings in arms.items():
+            values = {**preset, **settings}
+            values["max_new_tokens"] = max(values["max_new_tokens"], MIN_NEW_TOKENS.get(name, 0))
+            for seed in args.seeds:
+                key = (env_id, values["estimator"], values["gamma"], values["max_new_tokens"], seed)
+                if key not in planned:
+                    folder = args.out / "runs" / run_name(env_id, values, preset, seed)
+                    config = build_config({**values, "envs": [env_id], "model": args.model,
+                                           "seed": seed, "output_dir": str(folder)})
+                    planned[key] = (folder, config, f"{name}: {label}, seed {seed}")
+    played: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
+    pending = []
+    for key, (folder, config, what) in planned.items():
+        records = finished_run(folder, config)
+        if records is None:
+            pending.append(key)
+        else:
+            print(f"== {what}: finished earlier in {folder}", flush=True)
+            played[key] = records
+    if args.no_play:
+        for key in pending:
+            print(f"== {planned[key][2]}: not played (--no-play)", flush=True)
+    elif args.jobs == 1:
+        for key in pending:
+            folder, config, what = planned[key]
+            print(f"== {what} -> {folder}", flush=True)
+            played[key] = Trainer(config).run().records
+    else:
+        played.update(play_in_processes({key: planned[key] for key in pending}, args.jobs, args.out / "logs"))
+    results["missing"] = [planned[key][2] for key in pending if key not in played]
+
     for name in chosen:
         env_id, metric, better, arms = EXPERIMENTS[name]
         env_id = env_id or GAMMA_GAME[preset_name]
-        experiment: dict[str, Any] = {"env": env_id, "metric": metric, "better": better, "runs": {}}
+        experiment: dict[str, Any] = {"env": env_id, "metric": metric, "better": better,
+                                      "also_judged": [list(m) for m in ALSO_JUDGED.get(name, ())], "runs": {}}
         for label, settings in arms.items():
-            seeds = {}
-            for seed in args.seeds:
-                key = (env_id, settings["estimator"], settings["gamma"], seed)
-                if key not in played:
-                    run = f"{env_id.replace(':', '-')}-{settings['estimator']}-gamma{settings['gamma']}-seed{seed}"
-                    folder = args.out / "runs" / run
-                    config = build_config({**preset, **settings, "envs": [env_id], "model": args.model,
-                                           "seed": seed, "output_dir": str(folder)})
-                    played[key] = finished_run(folder, config)
-                    if played[key] is None:
-                        print(f"== {name}: {label}, seed {seed} -> {folder}", flush=True)
-                        played[key] = Trainer(config).run().records
-                    else:
-                        print(f"== {name}: {label}, seed {seed}: finished earlier in {folder}", flush=True)
-                seeds[str(seed)] = played[key]
-            experiment["runs"][label] = seeds
+            values = {**preset, **settings}
+            tokens = max(values["max_new_tokens"], MIN_NEW_TOKENS.get(name, 0))
+            keys = {seed: (env_id, values["estimator"], values["gamma"], tokens, seed) for seed in args.seeds}
+            experiment["runs"][label] = {str(seed): played[key] for seed, key in keys.items() if key in played}
         results["experiments"][name] = experiment
     return results
+
+
+def run_name(env_id: str, values: dict[str, Any], preset: dict[str, Any], seed: int) -> str:
+    """The run's folder name: environment, estimator, gamma and seed, plus the token budget where an
+    experiment raised the preset's."""
+    tokens = "" if values["max_new_tokens"] == preset["max_new_tokens"] else f"-tokens{values['max_new_tokens']}"
+    return f"{env_id.replace(':', '-').replace('+', '-')}-{values['estimator']}-gamma{values['gamma']}{tokens}-seed{seed}"
+
+
+def play_in_processes(runs: dict[tuple[Any, ...], tuple[Path, Any, str]], jobs: int,
+                      logs: Path) -> dict[tuple[Any, ...], list[dict[str, Any]]]:
+    """Play each run as a `gem train --config` process, ``jobs`` at once (each log under ``logs``);
+    the records of those that finished. A failed run is reported and left out."""
+    from gem_adapters.local.config import save_config
+
+    logs.mkdir(parents=True, exist_ok=True)
+    env = dict(os.environ)
+    # share the cores out, unless told otherwise; on a GPU the processes share the device
+    env.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // jobs)))
+
+    def play(key: tuple[Any, ...]) -> tuple[tuple[Any, ...], list[dict[str, Any]] | None]:
+        folder, config, what = runs[key]
+        plan, log = logs / f"{folder.name}.yaml", logs / f"{folder.name}.log"
+        save_config(config, plan)
+        print(f"== {what} -> {folder} (log {log})", flush=True)
+        with open(log, "w") as out:
+            code = subprocess.run([sys.executable, "-m", "gem_core.cli", "train", "--config", str(plan)],
+                                  stdout=out, stderr=subprocess.STDOUT, env=env).returncode
+        records = finished_run(folder, config)
+        if records is None:
+            print(f"== {what}: failed (exit status {code}); see {log}", flush=True)
+        return key, records
+
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        return {key: records for key, records in pool.map(play, list(runs)) if records is not None}
 
 
 def finished_run(folder: Path, config: Any) -> list[dict[str, Any]] | None:
@@ -148,32 +258,52 @@ def finished_run(folder: Path, config: Any) -> list[dict[str, Any]] | None:
     return records
 
 
-def last_mean(records: list[dict[str, Any]], metric: str, last: int) -> float:
+def last_mean(records: list[dict[str, Any]], metric: str, last: int) -> float | None:
+    """The metric over the last steps; one in :data:`WEIGHTED_BY` is weighted by its weight (turns
+    per won episode by the wins), and is None when no step has weight."""
     tail = records[-last:]
-    return sum(r[metric] for r in tail) / len(tail)
+    weight_metric = WEIGHTED_BY.get(metric)
+    if weight_metric is None:
+        return sum(r[metric] for r in tail) / len(tail)
+    weighted = [(r[metric], r[weight_metric]) for r in tail if r.get(metric) is not None and r[weight_metric] > 0]
+    total = sum(w for _, w in weighted)
+    return sum(v * w for v, w in weighted) / total if total else None
+
+
+def judged_metrics(experiment: dict[str, Any]) -> list[tuple[str, str]]:
+    """The experiment's metric, then the further ones it judges, each with its favoured direction."""
+    return [(experiment["metric"], experiment["better"]), *map(tuple, experiment.get("also_judged", ()))]
+
+
+def separated(favoured: list[float], other: list[float], better: str) -> bool:
+    """Every seed of the favoured arm beats every seed of the other."""
+    return min(favoured) > max(other) if better == "higher" else max(favoured) < min(other)
 
 
 def summarise(results: dict[str, Any], last: int) -> list[dict[str, Any]]:
-    """One row per arm: the metric over the last steps of each seed, their mean and spread, and
-    whether the experiment's arms separate beyond the noise across seeds."""
+    """One row per arm and judged metric: the metric over the last steps of each seed (``-`` where
+    it has no value, e.g. turns per won episode without a win), their mean and spread, and whether
+    the experiment's arms separate beyond the noise across seeds."""
     rows = []
     for name, experiment in results["experiments"].items():
-        metric, better = experiment["metric"], experiment["better"]
-        per_arm = {label: [last_mean(records, metric, last) for records in seeds.values()]
-                   for label, seeds in experiment["runs"].items()}
-        labels = list(per_arm)
-        separated = None
-        if len(labels) == 2:
-            favoured, other = per_arm[labels[0]], per_arm[labels[1]]
-            separated = min(favoured) > max(other) if better == "higher" else max(favoured) < min(other)
-        for label, values in per_arm.items():
-            rows.append({
-                "experiment": name, "run": label, "env": experiment["env"], "metric": metric,
-                f"last_{last}_per_seed": " ".join(f"{v:.2f}" for v in values),
-                "mean": statistics.fmean(values),
-                "spread": statistics.stdev(values) if len(values) > 1 else 0.0,
-                "separated": "" if separated is None else ("yes" if separated else "no"),
-            })
+        for metric, better in judged_metrics(experiment):
+            per_arm = {label: [last_mean(records, metric, last) for records in seeds.values()]
+                       for label, seeds in experiment["runs"].items()}
+            known = {label: [v for v in values if v is not None] for label, values in per_arm.items()}
+            labels = list(per_arm)
+            verdict = ""
+            if len(labels) == 2:
+                favoured, other = known[labels[0]], known[labels[1]]
+                verdict = "yes" if favoured and other and separated(favoured, other, better) else "no"
+            for label, values in per_arm.items():
+                kept = known[label]
+                rows.append({
+                    "experiment": name, "run": label, "env": experiment["env"], "metric": metric,
+                    f"last_{last}_per_seed": " ".join("-" if v is None else f"{v:.2f}" for v in values),
+                    "mean": statistics.fmean(kept) if kept else math.nan,
+                    "spread": statistics.stdev(kept) if len(kept) > 1 else 0.0,
+                    "separated": verdict,
+                })
     return rows
 
 
@@ -191,10 +321,11 @@ def plot(results: dict[str, Any], path: Path) -> None:
         metric = experiment["metric"]
         for colour, (label, seeds) in zip(colours, experiment["runs"].items()):
             curves = list(seeds.values())
+            if not curves:
+                continue
             for records in curves:
-                ax.plot([r["step"] for r in records], [r[metric] for r in records], color=colour, alpha=0.25, linewidth=1)
-            steps = [r["step"] for r in curves[0]]
-            mean = [statistics.fmean(step[metric] for step in column) for column in zip(*curves)]
+                ax.plot([r["step"] for r in records], values_of(records, metric), color=colour, alpha=0.25, linewidth=1)
+            steps, mean, _, _ = band(curves, metric)
             ax.plot(steps, mean, color=colour, marker="o", markersize=3, linewidth=2, label=f"{label} (mean of {len(curves)})")
         ax.set_title(f"{TITLES.get(name, name)}\n{experiment['env']}")
         ax.set_xlabel("step")
@@ -202,7 +333,67 @@ def plot(results: dict[str, Any], path: Path) -> None:
         ax.grid(alpha=0.3)
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.legend()
-    fig.suptitle(f"GEM paper claims, {results['preset']} preset ({results['model']}); thin lines: single seeds")
+    fig.suptitle(f"GEM paper claims, {results['preset']} preset ({model_name(results)}); thin lines: single seeds")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def model_name(results: dict[str, Any]) -> str:
+    """The model as a figure names it: the built-in name, or a folder's last part."""
+    return Path(results["model"]).name
+
+
+def values_of(records: list[dict[str, Any]], metric: str) -> list[float]:
+    """A metric per step, NaN where a step has none (a gap in the curve)."""
+    return [math.nan if r.get(metric) is None else r[metric] for r in records]
+
+
+def band(curves: list[list[dict[str, Any]]], metric: str) -> tuple[list[int], list[float], list[float], list[float]]:
+    """Steps, and per step the mean, least and greatest value over the seeds that have one."""
+    by_step: dict[int, list[float]] = {}
+    for records in curves:
+        for record, value in zip(records, values_of(records, metric)):
+            by_step.setdefault(record["step"], []).append(value)
+    steps = sorted(by_step)
+    mean, low, high = [], [], []
+    for step in steps:
+        known = [v for v in by_step[step] if not math.isnan(v)]
+        mean.append(statistics.fmean(known) if known else math.nan)
+        low.append(min(known) if known else math.nan)
+        high.append(max(known) if known else math.nan)
+    return steps, mean, low, high
+
+
+def plot_claim(results: dict[str, Any], name: str, path: Path) -> None:
+    """One experiment's figure: a panel per judged metric, each arm's mean over seeds with the
+    range of its seeds shaded."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
+
+    experiment = results["experiments"][name]
+    metrics = judged_metrics(experiment)
+    fig, axes = plt.subplots(1, len(metrics), figsize=(5 * len(metrics), 3.8), squeeze=False)
+    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for ax, (metric, better) in zip(axes[0], metrics):
+        for colour, (label, seeds) in zip(colours, experiment["runs"].items()):
+            curves = list(seeds.values())
+            if not curves:
+                continue
+            steps, mean, low, high = band(curves, metric)
+            ax.fill_between(steps, low, high, color=colour, alpha=0.15, linewidth=0)
+            ax.plot(steps, mean, color=colour, linewidth=2, label=f"{label} ({len(curves)} seeds)")
+        ax.set_xlabel("training step")
+        ax.set_ylabel(metric.replace("_", " "))
+        ax.set_title(f"{metric.replace('_', ' ')} ({better} is better)", fontsize=10)
+        ax.grid(alpha=0.3)
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.legend(fontsize=8)
+    fig.suptitle(f"{TITLES.get(name, name)}: {experiment['env']}, {model_name(results)}, {results['preset']} preset\n"
+                 "mean over seeds, shaded: their range", fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -228,6 +419,8 @@ def main(argv: list[str] | None = None) -> int:
         writer.writeheader()
         writer.writerows(rows)
     plot(results, args.out / "claims.png")
+    for name in results["experiments"]:
+        plot_claim(results, name, args.out / f"claim-{name}.png")
 
     from rich.table import Table
 
@@ -240,6 +433,8 @@ def main(argv: list[str] | None = None) -> int:
     for row in rows:
         table.add_row(*(f"{v:.3f}" if isinstance(v, float) else str(v) for v in row.values()))
     console().print(table)
+    for missing in results["missing"]:
+        print(f"Missing: {missing}")
     print(f"Results: {args.out / 'claims.json'}  Plot: {args.out / 'claims.png'}")
     return 0
 

@@ -105,6 +105,8 @@ class GameEnv(Env):
     _suffix: str | None = None
     #: The moves of the current settings, when the game lists them (see :class:`ListedMoves`).
     listed: ListedMoves[Any] = NO_LISTED_MOVES
+    #: The reward of a turn with no parseable move (a game may take it as a setting).
+    format_error_reward: float = Reward.FORMAT_ERROR
 
     # -- what a game implements ---------------------------------------------------------------
 
@@ -167,7 +169,7 @@ class GameEnv(Env):
             return (
                 f"Turn {turn}: no valid move found. Write your move in the last \\boxed{{}} "
                 f"as {self.action_format}. Game over.",
-                Reward.FORMAT_ERROR, True, False,
+                self.format_error_reward, True, False,
                 {"turn": turn, "suffix": self._suffix, "format_error": True, "success": False},
             )
         message, reward, outcome = self.play(move)

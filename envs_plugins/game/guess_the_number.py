@@ -17,11 +17,20 @@ class GuessTheNumberEnv(GameEnv):
     closeness reward). With ``min_number`` or ``max_number`` None each episode draws a range
     (min in 1-10, max 5-50 above it); with ``max_turns`` None the limit is
     ``ceil(sqrt(max_number - min_number)) + 1``.
+
+    ``sparse=True`` makes the reward 1 for finding the number and 0 for everything else: a format
+    error earns 0 instead of ``Reward.FORMAT_ERROR`` and the turn limit pays no closeness reward.
     """
 
     action_format = "\\boxed{NUMBER}"
 
-    def __init__(self, min_number: int | None = 1, max_number: int | None = 20, max_turns: int | None = 20):
+    def __init__(self, min_number: int | None = 1, max_number: int | None = 20, max_turns: int | None = 20,
+                 sparse: bool = False):
+        if not isinstance(sparse, bool):
+            raise GameSettingsError(f"sparse must be True or False, got {sparse!r}.")
+        self.sparse = sparse
+        if sparse:
+            self.format_error_reward = 0.0
         self.random_range = min_number is None or max_number is None
         self.fixed_max_turns = max_turns
         if not self.random_range:
@@ -80,6 +89,8 @@ class GuessTheNumberEnv(GameEnv):
         return f"Turn {self.turn}: you guessed {guess}; the number is {direction}.", Reward.STEP, Outcome.ONGOING
 
     def reward_at_turn_limit(self, reward: float) -> float:
+        if self.sparse:
+            return reward
         if self.min_number <= self.last_guess <= self.max_number:
             return 1.0 - abs(self.last_guess - self.target) / (self.max_number - self.min_number)
         return reward

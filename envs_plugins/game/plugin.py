@@ -18,6 +18,10 @@ def gem_register_envs(register):
         ("-easy", "1-10, 4 turns.", dict(min_number=1, max_number=10, max_turns=4)),
         ("-hard", "1-50, 7 turns.", dict(min_number=1, max_number=50, max_turns=7)),
         ("-random", "A random range per episode.", dict(min_number=None, max_number=None, max_turns=None)),
+        ("-easy-sparse", "1-10, 4 turns; reward 1 for finding it, else 0.",
+         dict(min_number=1, max_number=10, max_turns=4, sparse=True)),
+        ("-long-sparse", "1-20, 10 turns; reward 1 for finding it, else 0.",
+         dict(min_number=1, max_number=20, max_turns=10, sparse=True)),
     ])
     game("Mastermind", "mastermind", "MastermindEnv", "Deduce a secret code from black/white pegs.", [
         ("", "4 digits of 1-6, 20 turns.", {}),

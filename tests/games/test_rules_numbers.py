@@ -12,7 +12,7 @@ import gem_core
 from gem_envs.game.fifteen_puzzle import is_solvable, solved_tiles
 from gem_envs.game.game_2048 import slide
 from gem_envs.game.mastermind import score_guess
-from tests.games.helpers import boxed, make, play
+from tests.games.helpers import FORMAT_ERROR, boxed, make, play
 
 # -- GuessTheNumber ---------------------------------------------------------------------------
 
@@ -49,6 +49,30 @@ def test_guess_the_number_invalid_moves_and_turn_limit():
     observation, reward, terminated, truncated, info = env.step(boxed(str(wrong[1])))
     assert truncated and not terminated and info["success"] is False and "all 4 turns" in observation
     assert reward == pytest.approx(1 - abs(wrong[1] - target) / 9)
+
+
+@pytest.mark.parametrize("env_id, turns", [("game:GuessTheNumber-v0-easy-sparse", 4),
+                                           ("game:GuessTheNumber-v0-long-sparse", 10)])
+def test_sparse_guess_the_number_pays_one_for_a_win_and_zero_for_everything_else(env_id, turns):
+    env = make(env_id, seed=5)
+    assert env.max_turns == turns
+    target = env.target
+    wrong = [g for g in range(env.min_number, env.max_number + 1) if g != target]
+    results = play(env, [str(g) for g in wrong[:turns - 1]] + [str(wrong[0])])  # the last guess repeats
+    assert [r[1] for r in results] == [0.0] * turns  # no closeness reward at the turn limit
+    assert results[-1][3] and results[-1][4]["success"] is False
+    env.reset(seed=5)
+    observation, reward, terminated, _, info = env.step("no box here")
+    assert (reward, terminated, info["format_error"]) == (0.0, True, True)
+    env.reset(seed=5)
+    assert env.step(boxed(str(env.target)))[1:3] == (1.0, True)
+
+
+def test_sparse_is_a_setting_of_any_guess_the_number():
+    dense, sparse = make("game:GuessTheNumber-v0-hard", seed=2), make("game:GuessTheNumber-v0-hard", seed=2, sparse=True)
+    assert dense.step("\\boxed{x}")[1] == FORMAT_ERROR and sparse.step("\\boxed{x}")[1] == 0.0
+    with pytest.raises(gem_core.GemError, match="sparse"):
+        gem_core.make("game:GuessTheNumber-v0", sparse="yes")
 
 
 def test_guess_the_number_accepts_number_spellings_and_rejects_others():
