@@ -66,6 +66,9 @@ class EnvRecipe:
         registry._constructor(env_spec)  # imports the entry point's module
 
 
+#: How many leases' batches one host runs at the same time (each in its own thread).
+MAX_CONCURRENT_LEASES = 64
+
 #: What a host sends back for one call: ``(phase, step_result, reset_result, fault)``.
 Outcome = tuple[str, Any, Any, "dict[str, Any] | None"]
 #: What a host is sent for one call: ``(slot, action, seed, reset_after_end, recipe or None)``.
@@ -207,4 +210,4 @@ def host_actor_class() -> Any:
     instead."""
     import ray
 
-    return ray.remote(max_restarts=0, max_task_retries=0)(EnvHost)
+    return ray.remote(max_restarts=0, max_task_retries=0, max_concurrency=MAX_CONCURRENT_LEASES)(EnvHost)
