@@ -15,6 +15,7 @@ env managers) lease slots from one pool that outlives any of them. End a named p
 from __future__ import annotations
 
 import dataclasses
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -126,19 +127,30 @@ class RayPool:
             ray.init(address=self.address, logging_level="WARNING")
 
 
-def shutdown_pool(name: str, hosts: int) -> int:
-    """End the named pool's hosts (detached actors); returns how many were running."""
+def shutdown_pool(name: str, hosts: int, timeout: float = 30.0) -> int:
+    """End the named pool's hosts (detached actors) and wait, at most ``timeout`` seconds, until
+    they are gone; returns how many were running."""
     ray = import_ray()
-    ended = 0
     pool = RayPool(name=name, hosts=hosts)
+    ended = []
     for index in range(hosts):
         try:
             handle = ray.get_actor(pool.host_name(index), namespace=NAMESPACE)
         except ValueError:
             continue
         ray.kill(handle, no_restart=True)
-        ended += 1
-    return ended
+        ended.append(handle)
+    deadline = time.monotonic() + timeout
+    for handle in ended:
+        while time.monotonic() < deadline:
+            try:
+                ray.get(handle.describe.remote(), timeout=max(0.1, deadline - time.monotonic()))
+            except ray.exceptions.RayActorError:
+                break
+            except ray.exceptions.GetTimeoutError:
+                continue
+            time.sleep(0.05)
+    return len(ended)
 
 
 def import_ray() -> Any:

@@ -147,6 +147,19 @@ class FaultyOnce(Faulty):
         super().__init__(faults if first else {}, length, slow)
 
 
+class SeedSensitive(Countdown):
+    """Fails to reset for every seed divisible by ``period``."""
+
+    def __init__(self, period: int = 3):
+        super().__init__(2)
+        self.period = period
+
+    def reset(self, seed=None, **options):
+        if seed is not None and seed % self.period == 0:
+            raise ValueError(f"no puzzle for seed {seed}")
+        return super().reset(seed)
+
+
 #: Registered ids of the environments above, so every mode (Ray's builds environments from ids
 #: on its hosts) runs the same tests.
 TEST_IDS = {
@@ -154,6 +167,7 @@ TEST_IDS = {
     "vector-test:Sleepy-v0": "Sleepy",
     "vector-test:Faulty-v0": "Faulty",
     "vector-test:FaultyOnce-v0": "FaultyOnce",
+    "vector-test:SeedSensitive-v0": "SeedSensitive",
 }
 
 
