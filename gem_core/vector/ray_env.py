@@ -213,6 +213,7 @@ class RayVectorEnv(VectorEnv):
         if not lost.alive:
             return
         lost.alive = False
+        self.pool.forget()
         try:
             self._ray.kill(lost.actor, no_restart=True)  # it may only be silent: make sure it is gone
         except Exception:

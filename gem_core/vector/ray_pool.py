@@ -26,6 +26,10 @@ from gem_core.errors import GemError, MissingDependencyError
 DEFAULT_RESOURCE = "gem_env"
 NAMESPACE = "gem"
 
+#: The hosts of named pools this process has found, so that a vector environment per episode (the
+#: adapters' sessions) does not look them up again; forgotten when one of them is lost.
+_found: dict[RayPool, list[tuple[Any, str, str]]] = {}
+
 
 @dataclass(frozen=True)
 class RayPool:
@@ -89,6 +93,8 @@ class RayPool:
         resource or the hosts do not start within ``start_timeout``."""
         ray = import_ray()
         self._join(ray)
+        if self.name is not None and self in _found:
+            return list(_found[self])
         offered = ray.cluster_resources().get(self.resource, 0)
         if offered < self.hosts:
             raise GemError(
@@ -115,7 +121,14 @@ class RayPool:
             raise GemError(f"{self.hosts} environment host(s) did not start within {self.start_timeout:g} s "
                            f"(the cluster offers {offered:g} unit(s) of '{self.resource}'; are those nodes "
                            "busy, or short of memory?).") from None
-        return [(handle, node_id, where) for handle, (node_id, where) in zip(handles, described)]
+        hosts = [(handle, node_id, where) for handle, (node_id, where) in zip(handles, described)]
+        if self.name is not None:
+            _found[self] = hosts
+        return list(hosts)
+
+    def forget(self) -> None:
+        """Look the named pool's hosts up again at the next :meth:`start` (one was lost)."""
+        _found.pop(self, None)
 
     def _join(self, ray: Any) -> None:
         if ray.is_initialized():
@@ -140,6 +153,8 @@ def shutdown_pool(name: str, hosts: int, timeout: float = 30.0) -> int:
             continue
         ray.kill(handle, no_restart=True)
         ended.append(handle)
+    for found in [p for p in _found if p.name == name]:
+        found.forget()
     deadline = time.monotonic() + timeout
     for handle in ended:
         while time.monotonic() < deadline:

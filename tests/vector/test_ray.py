@@ -14,7 +14,8 @@ import pytest
 import gem_core
 from gem_core import GemError
 from gem_core.vector import FAULT
-from tests.vector.conftest import ENV_RESOURCE, RAY_POOL, make_vec
+from tests.conftest import ENV_RESOURCE
+from tests.vector.conftest import RAY_POOL, make_vec
 from tests.vector.envs import Countdown
 
 SLEEPY = "vector-test:Sleepy-v0"
@@ -159,3 +160,60 @@ def test_an_environment_missing_on_the_node_is_named_with_the_node(ray_cluster):
 def test_a_cluster_without_the_resource_is_a_clear_error(ray_cluster):
     with pytest.raises(GemError, match=r"offers 0 unit\(s\) of the resource 'gem_nowhere'.*ray start"):
         make_vec(COUNTDOWN, 2, mode="ray", pool={**RAY_POOL, "name": None, "resource": "gem_nowhere"})
+
+
+def kill_host(pool_name, index):
+    """End one host of a named pool and wait until it is gone."""
+    import ray
+
+    from gem_core.vector.ray_pool import NAMESPACE, RayPool
+
+    handle = ray.get_actor(RayPool(name=pool_name).host_name(index), namespace=NAMESPACE)
+    ray.kill(handle, no_restart=True)
+    for _ in range(100):
+        try:
+            ray.get(handle.describe.remote(), timeout=5)
+        except ray.exceptions.RayActorError:
+            return
+        time.sleep(0.05)
+    raise AssertionError("the host did not end")
+
+
+@pytest.mark.parametrize("asynchronous", [False, True])
+def test_one_environment_on_a_pool_survives_its_host(ray_cluster, asynchronous):
+    from gem_core.vector.ray_pool import shutdown_pool
+    from gem_core.vector.ray_slot import RaySlotEnv, RemoteEnvError
+
+    name = f"slot-{int(asynchronous)}"
+    env = RaySlotEnv("game:GuessTheNumber-v0-hard", pool={"hosts": 2, "name": name})
+    local = gem_core.make("game:GuessTheNumber-v0-hard")
+    actions = ["\\boxed{10}", "\\boxed{20}", "\\boxed{15}", "no answer here"]
+    try:
+        first_host = env.where
+        if asynchronous:
+            async def play():
+                results = [await env.areset(seed=7)]
+                for k, action in enumerate(actions):
+                    if k == 2:
+                        kill_host(name, 0)  # the slot's host: its episode so far is played again elsewhere
+                    results.append(await env.astep(action))
+                return results
+            got = asyncio.run(play())
+        else:
+            got = [env.reset(seed=7)]
+            for k, action in enumerate(actions):
+                if k == 2:
+                    kill_host(name, 0)
+                got.append(env.step(action))
+        expected = [local.reset(seed=7)] + [local.step(action) for action in actions]
+        assert got == expected and env.where != first_host
+        gem_core.register("vector-test:Broken-v0", "tests.vector.envs:Faulty", faults={2: "raise"})
+        broken = RaySlotEnv("vector-test:Broken-v0", pool={"hosts": 2, "name": name})
+        broken.reset(seed=0)
+        with pytest.raises(RemoteEnvError, match="injected failure at call 2"):
+            broken.step("a")
+        broken.close()
+    finally:
+        gem_core.registry.deregister("vector-test:Broken-v0")
+        env.close()
+        shutdown_pool(name, 2)
