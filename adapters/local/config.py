@@ -150,11 +150,11 @@ def validate(config: TrainConfig) -> None:
         raise UnknownNameError("estimator", config.estimator, ESTIMATORS.names())
 
 
-def vector_mode(ray_address: str | None, env_hosts: int | None) -> dict[str, Any]:
-    """``make_vec`` keywords for where the environments run: in this process (async mode), or on
-    ``env_hosts`` hosts of the Ray cluster at ``ray_address`` ("local" starts one on this machine)."""
+def vector_mode(ray_address: str | None, env_hosts: int | None, here: str = "async") -> dict[str, Any]:
+    """``make_vec`` keywords for where the environments run: in this process (mode ``here``), or
+    on ``env_hosts`` hosts of the Ray cluster at ``ray_address`` ("local" starts one on this machine)."""
     if ray_address is None and env_hosts is None:
-        return {"mode": "async"}
+        return {"mode": here}
     address = None if ray_address in (None, "local") else ray_address
     return {"mode": "ray", "pool": {"address": address, "hosts": env_hosts or 2}}
 

@@ -158,7 +158,7 @@ class Trainer:
         self.vec_env = gem_core.make_vec(
             slot_env_ids(c.envs, c.episodes_per_step, c.group_size), wrappers=c.wrappers,
             wrapper_options={"tokenizer": self.processor or self.tokenizer},
-            **vector_mode(c.ray_address, c.env_hosts),
+            **vector_mode(c.ray_address, c.env_hosts, here="sync"),
         )
         save_config(c, self.output_dir / CONFIG_FILE)
         self.metrics = MetricsLog(self.output_dir / METRICS_FILE)

@@ -85,6 +85,17 @@ class RayVectorEnv(VectorEnv):
         """Where each slot runs now (node IP and id of its host)."""
         return [self._hosts[h].where for h in self._host_of]
 
+    def sample_random_action(self, index: int) -> str:
+        """A random well-formed action for slot ``index``'s current state, drawn on its host."""
+        host = self._hosts[self._host_of[self._indices([index])[0]]]
+        ray = self._ray
+        try:
+            return ray.get(host.actor.sample.remote(self._lease, index), timeout=self.pool.call_timeout)
+        except ray.exceptions.RayTaskError as e:
+            raise _cause(e) from None
+        except (ray.exceptions.RayError, ray.exceptions.GetTimeoutError) as e:
+            raise GemError(f"The environment host on {host.where} did not answer: {e}") from None
+
     def quarantine(self, index: int, report: Any) -> None:
         super().quarantine(index, report)
         host = self._hosts[self._host_of[index]]

@@ -117,6 +117,13 @@ class LeasedSlots(AsyncVectorEnv):
         # other modes; the next call of its slot builds a fresh one.
         return [(call.phase, call.step_result, call.reset_result, self._fault(call)) for call in calls]
 
+    def sample(self, index: int) -> str:
+        """A random well-formed action for slot ``index``'s current state."""
+        env = self._slots[index].env
+        if env is None:
+            raise GemError(f"Slot {index} has no environment here yet: reset it first.")
+        return env.sample_random_action()
+
     def drop(self, indices: Sequence[int]) -> None:
         """Close the environments of ``indices`` (slots quarantined or moved away)."""
         for index in indices:
@@ -174,12 +181,18 @@ class EnvHost:
 
     def run(self, lease: str, requests: Sequence[Request]) -> list[Outcome]:
         """Run one batch of a lease's calls (see :meth:`LeasedSlots.run`)."""
+        return self.run_on(lease).run(requests)
+
+    def run_on(self, lease: str) -> LeasedSlots:
         try:
-            slots = self._leases[lease]
+            return self._leases[lease]
         except KeyError:
             raise GemError(f"The environment host on {self.where} holds no lease {lease!r} "
                            "(it was released).") from None
-        return slots.run(requests)
+
+    def sample(self, lease: str, index: int) -> str:
+        """:meth:`LeasedSlots.sample` of a lease."""
+        return self.run_on(lease).sample(index)
 
     def drop(self, lease: str, indices: Sequence[int]) -> None:
         """Close some slots' environments of a lease."""

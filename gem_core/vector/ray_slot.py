@@ -68,6 +68,12 @@ class RaySlotEnv(Env):
                 return self._step_result(action, rows)
             await self._arestore()
 
+    def sample_random_action(self) -> str:
+        return self._vec.sample_random_action(0)
+
+    def clone(self) -> Env:
+        raise GemError("An environment on a Ray pool cannot be cloned: make another one and reset it with the seed.")
+
     def close(self) -> None:
         self._vec.close()
 

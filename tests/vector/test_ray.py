@@ -207,6 +207,7 @@ def test_one_environment_on_a_pool_survives_its_host(ray_cluster, asynchronous):
                 got.append(env.step(action))
         expected = [local.reset(seed=7)] + [local.step(action) for action in actions]
         assert got == expected and env.where != first_host
+        assert "boxed" in env.sample_random_action()  # drawn on the host
         gem_core.register("vector-test:Broken-v0", "tests.vector.envs:Faulty", faults={2: "raise"})
         broken = RaySlotEnv("vector-test:Broken-v0", pool={"hosts": 2, "name": name})
         broken.reset(seed=0)
