@@ -70,10 +70,7 @@ class RayVectorEnv(VectorEnv):
         self._host_of: list[int] = [0] * self.num_envs
         self._placed: set[int] = set()  # slots whose current host has their recipe
         try:
-            self._hosts = [_Host(*started) for started in self.pool.start()]
-            for index in range(self.num_envs):
-                self._place(index, index % len(self._hosts))
-            self._open_leases()
+            self._start_hosts()
         except BaseException:
             self.close()
             raise
@@ -157,6 +154,23 @@ class RayVectorEnv(VectorEnv):
         self._host_of[index] = host
         self._hosts[host].slots.add(index)
         self._placed.discard(index)
+
+    def _start_hosts(self) -> None:
+        """Start (or find) the pool's hosts, place the slots evenly and open the leases. A named
+        pool's host found dead (its node went since this process last used it) is replaced once."""
+        ray = self._ray
+        for attempt in (1, 2):
+            self._hosts = [_Host(*started) for started in self.pool.start()]
+            self._host_of, self._placed = [0] * self.num_envs, set()
+            for index in range(self.num_envs):
+                self._place(index, index % len(self._hosts))
+            try:
+                self._open_leases()
+                return
+            except ray.exceptions.RayActorError as e:
+                self.pool.forget()
+                if attempt == 2:
+                    raise GemError(f"The environment hosts died as they started: {str(e).splitlines()[0]}") from None
 
     def _open_leases(self) -> None:
         """Open this vector environment's lease on every host holding slots (each checks that its
