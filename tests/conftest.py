@@ -44,17 +44,17 @@ def python_under_tmp():
 def ray_cluster():
     """A simulated Ray cluster shared by the session's tests: a head (no environment resource)
     and two nodes offering ``gem_env``, 1 CPU each. Hosts import this repository's test
-    environments through PYTHONPATH."""
+    environments through the PYTHONPATH of the tests' Ray job."""
     ray = pytest.importorskip("ray")
     from ray.cluster_utils import Cluster
 
     root = str(Path(__file__).resolve().parents[1])
-    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))
+    path = os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))
     cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "include_dashboard": False})
     try:
         for _ in range(2):
             cluster.add_node(num_cpus=1, resources=ENV_RESOURCE)
-        ray.init(address=cluster.address, logging_level="WARNING")
+        ray.init(address=cluster.address, logging_level="WARNING", runtime_env={"env_vars": {"PYTHONPATH": path}})
         cluster.wait_for_nodes(timeout=60)
         yield cluster
     finally:
