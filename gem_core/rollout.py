@@ -17,6 +17,11 @@ collections), and the others go on. Collection raises :class:`~gem_core.GemError
 healthy slot remains, or when more than ``max_reset_failure_share`` of the resets attempted
 (once at least ten were) failed. A step that fails ends its episode truncated (see
 :mod:`gem_core.vector.base`).
+
+An episode lost with its host (a fault of kind ``"host_lost"``, in the Ray mode) is played again
+from its seed on a live host (``replay_lost=True``, the default), so every episode is returned
+once and complete; with ``replay_lost=False`` it is returned truncated, like other faults. A reset
+lost with its host is retried and counts as no reset failure.
 """
 
 from __future__ import annotations
@@ -48,7 +53,8 @@ def collect_episodes(vec_env: Any, policy: Policy, num_episodes: int, *, seed: i
                      max_turns: int | None = None, max_reset_failures: int = MAX_RESET_FAILURES,
                      reset_backoff: float = RESET_BACKOFF,
                      max_reset_failure_share: float = MAX_RESET_FAILURE_SHARE,
-                     progress: bool = False, on_episode: Callable[[Episode], Any] | None = None) -> list[Episode]:
+                     progress: bool = False, on_episode: Callable[[Episode], Any] | None = None,
+                     replay_lost: bool = True) -> list[Episode]:
     """Run ``policy`` on ``vec_env`` until ``num_episodes`` episodes have ended; return them in
     the order they started.
 
@@ -86,11 +92,13 @@ async def acollect_episodes(vec_env: Any, policy: Policy, num_episodes: int, *,
                             max_reset_failures: int = MAX_RESET_FAILURES, reset_backoff: float = RESET_BACKOFF,
                             max_reset_failure_share: float = MAX_RESET_FAILURE_SHARE,
                             progress: bool = False,
-                            on_episode: Callable[[Episode], Any] | None = None) -> list[Episode]:
+                            on_episode: Callable[[Episode], Any] | None = None,
+                            replay_lost: bool = True) -> list[Episode]:
     """:func:`collect_episodes` for async callers: awaits the policy and the vector
     environment's ``areset``/``astep`` on the running loop."""
     steps = _collect(vec_env, num_episodes, seed, max_turns,
-                     _ResetPolicy(max_reset_failures, reset_backoff, max_reset_failure_share), progress, on_episode)
+                     _ResetPolicy(max_reset_failures, reset_backoff, max_reset_failure_share), progress, on_episode,
+                     replay_lost)
     result: Any = None
     try:
         while True:
@@ -172,7 +180,7 @@ class _Ledger:
 
 
 def _collect(vec_env: Any, num_episodes: int, seed: Any, max_turns: int | None, policy: _ResetPolicy,
-             progress: bool, on_episode: Callable[[Episode], Any] | None = None,
+             progress: bool, on_episode: Callable[[Episode], Any] | None = None, replay_lost: bool = True,
              ) -> Generator[tuple[str, Any], Any, list[Episode]]:
     """The collection logic, as requests (``reset``, ``policy``, ``step``, ``wait``) for a driver."""
     from gem_core.vector.base import EPISODE_SEED, FAULT, FINAL_INFO, FINAL_OBSERVATION, VectorEnv
@@ -200,6 +208,9 @@ def _collect(vec_env: Any, num_episodes: int, seed: Any, max_turns: int | None, 
         ledger.started += 1
 
     def reset_failed(slot: int, info: dict[str, Any]) -> None:
+        if _host_lost(info):  # not the environment's failure: try again at once, with the same seed
+            ledger.waiting.setdefault(slot, _Failures())
+            return
         ledger.resets += 1
         ledger.failed_resets += 1
         fault = info.get(FAULT, {})
@@ -236,6 +247,12 @@ def _collect(vec_env: Any, num_episodes: int, seed: Any, max_turns: int | None, 
         if on_episode is not None:
             on_episode(running.episode)
 
+    def reset_row(slot: int, observation: str, info: dict[str, Any]) -> None:
+        if EPISODE_SEED in info:
+            begin(slot, observation, info)
+        else:
+            reset_failed(slot, info)
+
     first = healthy[:num_episodes]
     if isinstance(seed, int) and not isinstance(seed, bool):
         seed = [seed + slot for slot in first]  # the seeds these slots would get in a full reset
@@ -244,10 +261,7 @@ def _collect(vec_env: Any, num_episodes: int, seed: Any, max_turns: int | None, 
     with _progress_bar(progress, num_episodes) as bar:
         observations, infos = yield "reset", (seed, first)
         for slot, observation, info in zip(first, observations, infos):
-            if EPISODE_SEED in info:
-                begin(slot, observation, info)
-            else:
-                reset_failed(slot, info)
+            reset_row(slot, observation, info)
         while len(ledger.finished) < num_episodes:
             acting = sorted(ledger.running)
             actions: list[str] = []
@@ -263,15 +277,18 @@ def _collect(vec_env: Any, num_episodes: int, seed: Any, max_turns: int | None, 
             indices = acting + retrying
             rows = yield "step", (actions + [""] * len(retrying), indices)
             cut_off: list[int] = []
+            replays: list[tuple[int, int]] = []  # (slot, seed) of episodes lost with their host
             for slot, action, *row in zip(indices, actions + [None] * len(retrying), *rows):
                 observation, reward, terminated, truncated, info = row
                 if action is None:  # a slot waiting for its next episode
-                    if EPISODE_SEED in info:
-                        begin(slot, observation, info)
-                    else:
-                        reset_failed(slot, info)
+                    reset_row(slot, observation, info)
                     continue
                 running = ledger.running[slot]
+                if replay_lost and _host_lost(info):  # start it again, from its seed, where the slot lives now
+                    ledger.running.pop(slot)
+                    ledger.started -= 1
+                    replays.append((slot, running.episode.seed))
+                    continue
                 ended = bool(terminated or truncated)
                 if ended and FINAL_INFO in info:  # same-step autoreset: the row shows the next episode
                     turn_info, final = info[FINAL_INFO], info[FINAL_OBSERVATION]
@@ -300,11 +317,23 @@ def _collect(vec_env: Any, num_episodes: int, seed: Any, max_turns: int | None, 
             if cut_off:  # these environments still run the episode we cut off: reset them
                 observations, infos = yield "reset", (None, cut_off)
                 for slot, observation, info in zip(cut_off, observations, infos):
-                    if EPISODE_SEED in info:
-                        begin(slot, observation, info)
+                    reset_row(slot, observation, info)
+            while replays:
+                slots, seeds = [slot for slot, _ in replays], [s for _, s in replays]
+                observations, infos = yield "reset", (seeds, slots)
+                again = []
+                for slot, episode_seed, observation, info in zip(slots, seeds, observations, infos):
+                    if _host_lost(info):
+                        again.append((slot, episode_seed))
                     else:
-                        reset_failed(slot, info)
+                        reset_row(slot, observation, info)
+                replays = again
     return [episode for _, episode in sorted(ledger.finished, key=lambda item: item[0])]
+
+
+def _host_lost(info: dict[str, Any]) -> bool:
+    fault = info.get("fault")
+    return isinstance(fault, dict) and fault.get("kind") == "host_lost"
 
 
 def _all_quarantined(vec_env: Any) -> str:

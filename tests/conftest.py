@@ -5,10 +5,13 @@ missing optional dependency or bubblewrap would otherwise pass without checking 
 """
 
 import os
+from pathlib import Path
 
 import pytest
 
 STRICT = os.environ.get("GEM_TESTS_STRICT") == "1"
+#: What each simulated node of ``ray_cluster`` offers to environment hosts.
+ENV_RESOURCE = {"gem_env": 4}
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -35,3 +38,25 @@ def python_under_tmp():
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(folder / "venv")], check=True)
     yield str(folder / "venv" / "bin" / "python")
     shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def ray_cluster():
+    """A simulated Ray cluster shared by the session's tests: a head (no environment resource)
+    and two nodes offering ``gem_env``, 1 CPU each. Hosts import this repository's test
+    environments through the PYTHONPATH of the tests' Ray job."""
+    ray = pytest.importorskip("ray")
+    from ray.cluster_utils import Cluster
+
+    root = str(Path(__file__).resolve().parents[1])
+    path = os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))
+    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "include_dashboard": False})
+    try:
+        for _ in range(2):
+            cluster.add_node(num_cpus=1, resources=ENV_RESOURCE)
+        ray.init(address=cluster.address, logging_level="WARNING", runtime_env={"env_vars": {"PYTHONPATH": path}})
+        cluster.wait_for_nodes(timeout=60)
+        yield cluster
+    finally:
+        ray.shutdown()
+        cluster.shutdown()

@@ -24,8 +24,8 @@ Settings = TypeVar("Settings", bound=RunSettings)
 def run_options(library: str, default_out: str, *,
                 without: Sequence[str] = ()) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """The shared options of ``gem <library> config``; their values reach the command as keyword
-    arguments named as :class:`RunSettings` fields, plus ``wrappers``, ``max_turns`` and
-    ``max_tokens_per_turn``. ``without`` names the options a library has no use for (by their
+    arguments named as :class:`RunSettings` fields, plus ``wrappers``, ``max_turns``,
+    ``max_tokens_per_turn``, ``env_pool`` and ``env_hosts``. ``without`` names the options a library has no use for (by their
     keyword; the settings keep their defaults)."""
     options = {  # keyword -> option
         "env_ids": click.option(
@@ -65,6 +65,13 @@ def run_options(library: str, default_out: str, *,
                                   help="Stop episodes after this many model turns."),
         "max_tokens_per_turn": click.option("--max-tokens-per-turn", type=int, default=None,
                                             help="Cap on one generation."),
+        "env_pool": click.option(
+            "--env-pool", metavar="ADDRESS", default=None,
+            help="Play the environments on a Ray pool of environment hosts instead of in the rollout workers: "
+                 "the Ray address ('auto': the cluster the trainer runs on). Nodes offer hosts through the "
+                 "'gem_env' resource; needs gem-adapters[ray]."),
+        "env_hosts": click.option("--env-hosts", type=int, default=None, metavar="N",
+                                  help="Environment hosts of the pool (default 2 with --env-pool)."),
     }
     chosen = [option for keyword, option in options.items() if keyword not in without]
 
@@ -78,11 +85,15 @@ def run_options(library: str, default_out: str, *,
 
 def settings_from_options(cls: type[Settings], *, wrappers: str, max_turns: int | None,
                           max_tokens_per_turn: int | None, history_in_context: bool = True,
-                          **fields: Any) -> Settings:
+                          env_pool: str | None = None, env_hosts: int | None = None, **fields: Any) -> Settings:
     """Checked settings of class ``cls`` from the command's keyword arguments
     (``history_in_context`` as for :meth:`EpisodeOptions.from_config`)."""
+    pool = None
+    if env_pool is not None or env_hosts is not None:
+        pool = {"address": env_pool, "hosts": 2 if env_hosts is None else env_hosts}
     options = EpisodeOptions.from_config(
-        {"wrappers": wrappers, "max_turns": max_turns, "max_tokens_per_turn": max_tokens_per_turn},
+        {"wrappers": wrappers, "max_turns": max_turns, "max_tokens_per_turn": max_tokens_per_turn,
+         "env_pool": pool},
         history_in_context=history_in_context)
     settings = cls(options=options, **fields)
     settings.check()

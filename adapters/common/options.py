@@ -6,9 +6,15 @@
       wrappers: [episode_tracking]   # GEM wrappers, innermost first (a list or a comma string)
       max_turns: null                # stop after this many model turns (null: the env's own limit)
       max_tokens_per_turn: null      # cap on one generation (null: what is left of the budget)
+      env_pool: null                 # play on a Ray pool of environment hosts instead of in-process,
+                                     # e.g. {address: auto, hosts: 4} (see gem_core.vector.ray_pool)
 
 The library's own response length is the token budget of a whole episode: every model turn and
 every observation in between.
+
+``env_pool`` takes the options of :class:`gem_core.vector.ray_pool.RayPool` (``address``,
+``hosts``, ``slots_per_host``, ``resource``, ``name``, ``start_timeout``, ``call_timeout``); its
+``name`` defaults to ``"gem"``, so that every rollout worker leases slots from one shared pool.
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ class EpisodeOptions:
     wrappers: tuple[str, ...] = ()
     max_turns: int | None = None
     max_tokens_per_turn: int | None = None
+    env_pool: Mapping[str, Any] | None = None
 
     @classmethod
     def from_config(cls, section: Mapping[str, Any] | None, *, where: str = "the `gem` section",
@@ -40,21 +47,23 @@ class EpisodeOptions:
         ``history_in_context=False`` is for libraries that prompt each turn with its observation
         alone (oat): there the history wrappers are how the model sees the episode so far."""
         section = dict(section or {})
-        unknown = sorted(set(section) - {"wrappers", "max_turns", "max_tokens_per_turn"})
+        unknown = sorted(set(section) - {"wrappers", "max_turns", "max_tokens_per_turn", "env_pool"})
         if unknown:
             raise GemError(
                 f"Unknown key(s) {', '.join(map(repr, unknown))} in {where}; "
-                "the accepted keys are 'wrappers', 'max_turns' and 'max_tokens_per_turn'."
+                "the accepted keys are 'wrappers', 'max_turns', 'max_tokens_per_turn' and 'env_pool'."
             )
         return cls(
             wrappers=parse_wrappers(section.get("wrappers"), history_in_context=history_in_context),
             max_turns=_positive_or_none(section.get("max_turns"), "gem.max_turns"),
             max_tokens_per_turn=_positive_or_none(section.get("max_tokens_per_turn"), "gem.max_tokens_per_turn"),
+            env_pool=parse_env_pool(section.get("env_pool")),
         )
 
     def to_config(self) -> dict[str, Any]:
         return {"wrappers": list(self.wrappers), "max_turns": self.max_turns,
-                "max_tokens_per_turn": self.max_tokens_per_turn}
+                "max_tokens_per_turn": self.max_tokens_per_turn,
+                "env_pool": None if self.env_pool is None else dict(self.env_pool)}
 
 
 def parse_wrappers(value: Any, *, history_in_context: bool = True) -> tuple[str, ...]:
@@ -80,6 +89,24 @@ def parse_wrappers(value: Any, *, history_in_context: bool = True) -> tuple[str,
             )
         WRAPPERS.component(name)  # an unknown name raises, naming the closest ones
     return tuple(names)
+
+
+def parse_env_pool(value: Any) -> dict[str, Any] | None:
+    """The checked options of ``gem.env_pool`` (None: play in-process); ``name`` defaults to
+    ``"gem"``. Ray itself is not imported."""
+    if value is None:
+        return None
+    if not hasattr(value, "items"):
+        raise GemError(f"gem.env_pool must be a mapping of Ray pool options (e.g. {{address: auto}}) or null, "
+                       f"not {value!r}.")
+    from gem_core.vector.ray_pool import RayPool
+
+    options = {"name": "gem", **{str(k): v for k, v in dict(value).items()}}
+    try:
+        RayPool.of(options)
+    except GemError as e:
+        raise GemError(f"gem.env_pool: {e}") from None
+    return options
 
 
 def _positive_or_none(value: Any, key: str) -> int | None:

@@ -9,6 +9,11 @@ the session returns. An environment is user code and may fail: a reset that
 raises is retried with other seeds, and a step that raises ends the episode as truncated (stop
 reason ``env_error``), logged with the environment id, seed and turn. The batch goes on; no
 rollout worker crashes because one environment did.
+
+With ``env_pool`` in the options, the environment runs on a slot of that Ray pool instead of in
+this process (:class:`gem_core.vector.ray_slot.RaySlotEnv`): a rollout worker on a GPU node then
+does no environment work, and an episode whose host is lost goes on, played again there from its
+seed and actions.
 """
 
 from __future__ import annotations
@@ -72,9 +77,15 @@ class EnvSession:
     def start(cls, env_id: str, seed: int | None, options: EpisodeOptions | None = None,
               **env_kwargs: Any) -> EnvSession:
         """Make ``env_id`` (``env_kwargs`` override its constructor defaults) with
-        ``options.wrappers``. An unknown id, keyword or wrapper is a configuration mistake and
-        raises :class:`~gem_core.GemError` here, before any episode is played."""
+        ``options.wrappers`` (on ``options.env_pool`` when set). An unknown id, keyword or
+        wrapper is a configuration mistake and raises :class:`~gem_core.GemError` here, before
+        any episode is played."""
         options = options or EpisodeOptions()
+        if options.env_pool is not None:
+            from gem_core.vector.ray_slot import RaySlotEnv
+
+            pooled = RaySlotEnv(env_id, pool=options.env_pool, wrappers=list(options.wrappers) or None, **env_kwargs)
+            return cls(pooled, env_id, seed, options)
         env = make(env_id, **env_kwargs)
         try:
             env = apply_wrappers(env, options.wrappers)

@@ -55,10 +55,22 @@ def _train_options(f: Any) -> Any:
         click.option("--output-dir", type=click.Path(file_okay=False),
                      help="Run folder for metrics, plot and checkpoint (default gem-runs/train-<time>)."),
         click.option("--save-every", type=int, help="Save a checkpoint every N steps (default 0: at the end only)."),
+        *_ray_options(),
     ]
     for option in reversed(options):
         f = option(f)
     return f
+
+
+def _ray_options() -> list[Any]:
+    return [
+        click.option("--ray-address", metavar="ADDRESS",
+                     help="Run the environments on a Ray cluster's hosts: 'auto' (the cluster this machine "
+                          "joined), HOST:6379, or 'local' (start one here). Needs gem-adapters[ray]."),
+        click.option("--env-hosts", type=int, metavar="N",
+                     help="Environment host processes on the cluster, each on a node offering the "
+                          "'gem_env' resource (default 2 with --ray-address)."),
+    ]
 
 
 @click.command()
@@ -172,6 +184,8 @@ def _env_kwargs(pairs: tuple[str, ...]) -> dict[str, Any]:
 @click.option("--env-arg", "env_args", multiple=True, metavar="KEY=VALUE",
               help="A keyword for the environments, the value read as YAML; repeat for several "
                    "(e.g. --env-arg path=tasks/ --env-arg backend=podman).")
+@_ray_options()[0]
+@_ray_options()[1]
 def eval_command(envs: tuple[str, ...], model: str | None, base_url: str | None, env_args: tuple[str, ...],
                  **options: Any) -> None:
     """Score a policy on GEM environments over N episodes each.

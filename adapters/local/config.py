@@ -55,6 +55,8 @@ class TrainConfig:
     seed: int = 0
     output_dir: str | None = None  # default: gem-runs/train-<time>
     save_every: int = 0  # steps between checkpoints; 0 saves only at the end
+    ray_address: str | None = None  # play the environments on a Ray cluster ("auto", "HOST:6379", "local")
+    env_hosts: int | None = None  # environment host processes on the cluster (default 2 with ray_address)
 
     @property
     def lr(self) -> float:
@@ -118,6 +120,8 @@ def validate(config: TrainConfig) -> None:
     for name in positive:
         if getattr(config, name) < 1:
             raise ConfigError(f"{name} must be at least 1, got {getattr(config, name)}.")
+    if config.env_hosts is not None and config.env_hosts < 1:
+        raise ConfigError(f"env_hosts must be at least 1, got {config.env_hosts}.")
     if config.threads is not None and config.threads < 1:
         raise ConfigError(f"threads must be at least 1, got {config.threads}.")
     if config.save_every < 0:
@@ -146,6 +150,15 @@ def validate(config: TrainConfig) -> None:
         raise UnknownNameError("estimator", config.estimator, ESTIMATORS.names())
 
 
+def vector_mode(ray_address: str | None, env_hosts: int | None, here: str = "async") -> dict[str, Any]:
+    """``make_vec`` keywords for where the environments run: in this process (mode ``here``), or
+    on ``env_hosts`` hosts of the Ray cluster at ``ray_address`` ("local" starts one on this machine)."""
+    if ray_address is None and env_hosts is None:
+        return {"mode": here}
+    address = None if ray_address in (None, "local") else ray_address
+    return {"mode": "ray", "pool": {"address": address, "hosts": env_hosts or 2}}
+
+
 def check_env_ids(env_ids: list[str]) -> None:
     """Every id must be registered; a typo names the closest ids."""
     import gem_core
@@ -163,7 +176,8 @@ def _check_types(config: TrainConfig) -> None:
         "temperature": (int, float), "top_p": (int, float), "lora": (bool,), "lora_rank": (int,),
         "lora_alpha": (int, float), "wrappers": (str,), "chat_template": (str, type(None)),
         "device": (str,), "dtype": (str,), "threads": (int, type(None)), "seed": (int,),
-        "output_dir": (str, type(None)), "save_every": (int,),
+        "output_dir": (str, type(None)), "save_every": (int,), "ray_address": (str, type(None)),
+        "env_hosts": (int, type(None)),
     }
     for name, types in expected.items():
         value = getattr(config, name)

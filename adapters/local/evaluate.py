@@ -31,6 +31,7 @@ from gem_core.episodes import Episode
 from gem_core.errors import GemError
 from gem_core.images import openai_message
 
+from gem_adapters.local.config import vector_mode
 from gem_adapters.local.metrics import episode_stats, save_figure
 
 REPORT_FILE = "report.json"
@@ -63,10 +64,14 @@ class EvalSettings:
     progress: bool = True
     timeout: float = 120.0  # seconds per endpoint request
     env_kwargs: dict[str, Any] = field(default_factory=dict)  # passed to every environment (--env-arg)
+    ray_address: str | None = None  # play the environments on a Ray cluster (see gem_adapters.local.config.vector_mode)
+    env_hosts: int | None = None
 
     def validate(self) -> None:
         from gem_adapters.local.config import check_env_ids
 
+        if self.env_hosts is not None and self.env_hosts < 1:
+            raise GemError(f"--env-hosts must be at least 1, got {self.env_hosts}.")
         for name in ("episodes", "concurrency", "max_new_tokens"):
             if getattr(self, name) < 1:
                 raise GemError(f"--{name.replace('_', '-')} must be at least 1, got {getattr(self, name)}.")
@@ -241,9 +246,10 @@ def run_evaluation(settings: EvalSettings, *, console: Any = None) -> dict[str, 
             for env_id in settings.envs:
                 started = time.perf_counter()
                 finished.clear()
-                with gem_core.make_vec(env_id, num_envs=min(settings.concurrency, settings.episodes), mode="async",
+                with gem_core.make_vec(env_id, num_envs=min(settings.concurrency, settings.episodes),
                                        wrappers=settings.wrappers, wrapper_options={"tokenizer": template},
-                                       seed=settings.seed, **settings.env_kwargs) as vec_env:
+                                       seed=settings.seed, **settings.env_kwargs,
+                                       **vector_mode(settings.ray_address, settings.env_hosts)) as vec_env:
                     if isinstance(policy, ChatEndpointPolicy) and not reports:
                         vec_env.run_coroutine(policy.check())
                     try:

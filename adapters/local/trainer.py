@@ -26,7 +26,7 @@ from typing import Any
 from gem_core.errors import GemError
 
 from gem_adapters.local import checkpoint as ckpt
-from gem_adapters.local.config import ConfigError, TrainConfig, save_config, validate
+from gem_adapters.local.config import ConfigError, TrainConfig, save_config, validate, vector_mode
 from gem_adapters.local.loss import micro_batches, pack, reinforce_loss
 from gem_adapters.local.memory import check_training_memory
 from gem_adapters.local.metrics import MetricsLog, episode_stats, plot_learning_curve
@@ -158,6 +158,7 @@ class Trainer:
         self.vec_env = gem_core.make_vec(
             slot_env_ids(c.envs, c.episodes_per_step, c.group_size), wrappers=c.wrappers,
             wrapper_options={"tokenizer": self.processor or self.tokenizer},
+            **vector_mode(c.ray_address, c.env_hosts, here="sync"),
         )
         save_config(c, self.output_dir / CONFIG_FILE)
         self.metrics = MetricsLog(self.output_dir / METRICS_FILE)

@@ -19,7 +19,7 @@ def oat() -> None:
 
 
 @oat.command("config")
-@run_options("oat", default_out="runs/oat", without=("val_size",))
+@run_options("oat", default_out="runs/oat", without=("val_size", "env_pool", "env_hosts"))
 def config(**options: object) -> None:
     """Print the oat command that trains on GEM environments.
 

@@ -195,7 +195,9 @@ def roll_config(settings: RunSettings) -> dict[str, Any]:
                 "agent_system_template": None,
                 "agent_template": AGENT_TEMPLATES[settings.env_manager],
                 "env_config": {"gem": {"wrappers": list(settings.options.wrappers),
-                                       "max_turns": settings.options.max_turns}},
+                                       "max_turns": settings.options.max_turns,
+                                       **({"env_pool": dict(settings.options.env_pool)}
+                                          if settings.options.env_pool else {})}},
             }
             for env_id in settings.env_ids
         },

@@ -1,4 +1,5 @@
-"""Vector environments: many environments stepped as one batch, synchronously or concurrently.
+"""Vector environments: many environments stepped as one batch, synchronously, concurrently, or
+on the host actors of a Ray cluster (:mod:`gem_core.vector.ray_env`).
 
 See :func:`make_vec` and :mod:`gem_core.vector.base` for autoreset modes, seeds and info keys.
 """

@@ -19,7 +19,8 @@ Info keys the vector environment adds:
   was reset with (``env.reset(seed=episode_seed)`` replays it).
 * ``final_observation``, ``final_info``: same-step autoreset, on rows that ended an episode.
 * ``fault`` (dict): the slot's environment failed. ``kind`` is ``"error"`` (it raised, or
-  returned something malformed) or ``"timeout"`` (it ran past ``step_timeout``); ``phase`` is
+  returned something malformed), ``"timeout"`` (it ran past ``step_timeout``) or, in the Ray
+  mode, ``"host_lost"`` (see :mod:`gem_core.vector.ray_env`); ``phase`` is
   ``"step"`` or ``"reset"``; ``error`` and ``traceback`` describe an error, ``timeout_s`` a
   timeout. A failed step ends the episode truncated with an empty observation and reward 0. A
   failed reset starts no episode: its row has an empty observation and both flags False (under

@@ -27,6 +27,7 @@ def make_vec(
     step_timeout: float | None = None,
     async_mode: bool | None = None,
     vec_kwargs: Sequence[Mapping[str, Any]] | None = None,
+    pool: Any = None,
     **env_kwargs: Any,
 ) -> VectorEnv:
     """Make a vector environment.
@@ -38,8 +39,12 @@ def make_vec(
     ``(name, options)`` pairs. ``wrapper_options``: options offered to every wrapper of the chain
     that accepts them (``{"tokenizer": tok}``); one that no wrapper accepts is an error.
     ``seed``: slot ``i`` starts with seed ``seed + i`` (None: a random base).
-    ``mode``: ``"sync"`` (one slot after another) or ``"async"`` (blocking and native-async
-    environments run concurrently; cheap ones inline).
+    ``mode``: ``"sync"`` (one slot after another), ``"async"`` (blocking and native-async
+    environments run concurrently; cheap ones inline) or ``"ray"`` (slots run on host actors of a
+    Ray cluster, placed and sized by ``pool``, a :class:`~gem_core.vector.ray_pool.RayPool` or a
+    mapping of its options; needs the ``ray`` extra; see :mod:`gem_core.vector.ray_env`). The
+    Ray mode builds environments on the hosts from registered ids, keywords and registered
+    wrapper names, so factories and wrapper callables are refused there.
     ``autoreset``: ``"next_step"`` or ``"same_step"``; ``step_timeout``: seconds after which a
     slot's call is abandoned and reported as a fault (see :mod:`gem_core.vector.base`).
     Other keywords go to every environment's constructor; ``vec_kwargs`` (one mapping per slot)
@@ -63,10 +68,15 @@ def make_vec(
                            "give one id per slot, or one id and num_envs.")
     else:
         raise GemError("make_vec needs an environment id, or a non-empty list of ids (one per slot).")
+    if mode == "ray":
+        return _make_ray(entries, wrappers, wrapper_options, vec_kwargs, env_kwargs, pool,
+                         seed=seed, autoreset=autoreset, step_timeout=step_timeout)
+    if pool is not None:
+        raise GemError("pool= configures mode='ray' only.")
     try:
         env_class = MODES[mode]
     except (KeyError, TypeError):
-        raise GemError(f"mode must be 'sync' or 'async', got {mode!r}.") from None
+        raise GemError(f"mode must be 'sync', 'async' or 'ray', got {mode!r}.") from None
 
     if vec_kwargs is not None and (isinstance(vec_kwargs, (str, Mapping)) or len(vec_kwargs) != len(entries)):
         raise GemError(f"vec_kwargs needs one mapping of constructor keywords per slot ({len(entries)}).")
@@ -88,6 +98,33 @@ def make_vec(
         else:
             raise GemError(f"Expected an environment id or a factory, got {entry!r}.")
     return env_class(factories, env_ids=names, seed=seed, autoreset=autoreset, step_timeout=step_timeout)
+
+
+def _make_ray(entries: list[Any], wrappers: WrapperSpec, wrapper_options: Mapping[str, Any] | None,
+              vec_kwargs: Sequence[Mapping[str, Any]] | None, env_kwargs: dict[str, Any], pool: Any,
+              **vec_options: Any) -> VectorEnv:
+    """A :class:`~gem_core.vector.ray_env.RayVectorEnv` of recipes built from registered ids."""
+    from gem_core.vector.ray_host import EnvRecipe
+    from gem_core.vector.ray_pool import RayPool
+
+    pool = RayPool.of(pool)
+    if any(not isinstance(entry, str) for entry in entries) or _are_callables(wrappers):
+        raise GemError("mode='ray' builds each environment on its host from a registered id, keywords and "
+                       "registered wrapper names, not from Python callables. Register your environment "
+                       "(gem_core.register('my:Env-v0', 'my_module:MyEnv')) and pass its id.")
+    if vec_kwargs is not None and (isinstance(vec_kwargs, (str, Mapping)) or len(vec_kwargs) != len(entries)):
+        raise GemError(f"vec_kwargs needs one mapping of constructor keywords per slot ({len(entries)}).")
+    chain_factory(wrappers, wrapper_options)  # unknown wrappers or options fail here, not on a host
+    recipes = []
+    for slot, entry in enumerate(entries):
+        env_spec = spec(entry)
+        entry_point = env_spec.entry_point if isinstance(env_spec.entry_point, str) else None
+        kwargs = {**env_kwargs, **(vec_kwargs[slot] if vec_kwargs is not None else {})}
+        recipes.append(EnvRecipe(entry, kwargs, wrappers, wrapper_options, entry_point,
+                                 dict(env_spec.kwargs), tuple(env_spec.wrappers)))
+    from gem_core.vector.ray_env import RayVectorEnv
+
+    return RayVectorEnv(recipes, pool=pool, **vec_options)
 
 
 def _are_callables(wrappers: Any) -> bool:

@@ -132,3 +132,37 @@ def test_a_board_game_shows_its_board_every_turn():
     observations, outcomes = play(session, ["\\boxed{r1c1 9}"])
     assert "Here is the grid" in observations[0]
     assert outcomes[0].done or "Here is the grid" in observations[1]
+
+
+def test_the_env_pool_option_is_checked_without_ray_and_names_the_shared_pool():
+    options = EpisodeOptions.from_config({"env_pool": {"address": "auto", "hosts": 3}})
+    assert options.env_pool == {"name": "gem", "address": "auto", "hosts": 3}
+    assert EpisodeOptions.from_config(options.to_config()) == options  # written configs read back
+    assert EpisodeOptions().env_pool is None and EpisodeOptions().to_config()["env_pool"] is None
+    with pytest.raises(GemError, match="gem.env_pool: Unknown Ray pool option.*hots"):
+        EpisodeOptions.from_config({"env_pool": {"hots": 3}})
+    with pytest.raises(GemError, match="gem.env_pool: hosts must be a positive integer"):
+        EpisodeOptions.from_config({"env_pool": {"hosts": 0}})
+    with pytest.raises(GemError, match="gem.env_pool must be a mapping"):
+        EpisodeOptions.from_config({"env_pool": "auto"})
+
+
+def test_a_session_plays_its_episode_on_the_pool(ray_cluster, monkeypatch):
+    from gem_adapters.common import session as session_module
+    from gem_core.vector.ray_pool import shutdown_pool
+
+    def made_here(*args, **kwargs):
+        raise AssertionError("the environment was made in this process")
+
+    local = EnvSession.start("game:GuessTheNumber-v0-easy", 3, EpisodeOptions(max_turns=3))
+    monkeypatch.setattr(session_module, "make", made_here)
+    options = EpisodeOptions.from_config({"max_turns": 3, "env_pool": {"hosts": 2, "name": "session-tests"}})
+    try:
+        with local, EnvSession.start("game:GuessTheNumber-v0-easy", 3, options) as pooled:
+            async def play(session):
+                first = await session.reset()
+                return first, [await session.step(f"\\boxed{{{guess}}}") for guess in (2, 9, 4)]
+            assert asyncio.run(play(pooled)) == asyncio.run(play(local))
+            assert pooled.stop == local.stop and pooled.rewards == local.rewards
+    finally:
+        shutdown_pool("session-tests", 2)

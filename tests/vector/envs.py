@@ -131,3 +131,52 @@ class Faulty(Countdown):
         if self._misbehave() == "malformed":
             return "obs", "not a number", False, False, {}
         return super().step(action)
+
+
+class FaultyOnce(Faulty):
+    """:class:`Faulty` whose schedule applies to the first instance made with ``token`` in this
+    process only (its replacements behave), so a test can tell a replaced environment apart
+    wherever the environments run."""
+
+    spent: set[str] = set()
+
+    def __init__(self, faults: dict[int, str] | None = None, token: str = "", length: int | None = 3,
+                 slow: float = 0.02):
+        first = token not in FaultyOnce.spent
+        FaultyOnce.spent.add(token)
+        super().__init__(faults if first else {}, length, slow)
+
+
+class SeedSensitive(Countdown):
+    """Fails to reset for every seed divisible by ``period``."""
+
+    def __init__(self, period: int = 3):
+        super().__init__(2)
+        self.period = period
+
+    def reset(self, seed=None, **options):
+        if seed is not None and seed % self.period == 0:
+            raise ValueError(f"no puzzle for seed {seed}")
+        return super().reset(seed)
+
+
+#: Registered ids of the environments above, so every mode (Ray's builds environments from ids
+#: on its hosts) runs the same tests.
+TEST_IDS = {
+    "vector-test:Countdown-v0": "Countdown",
+    "vector-test:Sleepy-v0": "Sleepy",
+    "vector-test:Faulty-v0": "Faulty",
+    "vector-test:FaultyOnce-v0": "FaultyOnce",
+    "vector-test:SeedSensitive-v0": "SeedSensitive",
+}
+
+
+def register_test_envs() -> None:
+    from gem_core.errors import DuplicateRegistrationError
+    from gem_core.registry import register
+
+    for env_id, name in TEST_IDS.items():
+        try:
+            register(env_id, f"{__name__}:{name}")
+        except DuplicateRegistrationError:
+            pass

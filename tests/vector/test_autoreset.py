@@ -1,4 +1,4 @@
-"""Autoreset semantics, batched results and seeds, in sync and async mode."""
+"""Autoreset semantics, batched results and seeds, in every mode (the ``mode`` fixture)."""
 
 import random
 
@@ -7,19 +7,19 @@ import pytest
 
 import gem_core
 from gem_core.vector import EPISODE_SEED, FINAL_INFO, FINAL_OBSERVATION
+from tests.vector.conftest import make_vec
 from tests.vector.envs import Countdown
 
-MODES = ["sync", "async"]
+COUNTDOWN = "vector-test:Countdown-v0"
 
 
 def first_observation(seed, length=2, truncate=False):
     return Countdown(length, truncate).reset(seed=seed)[0]
 
 
-@pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("truncate", [False, True])
 def test_next_step_returns_the_terminal_transition_then_resets_on_the_next_step(mode, truncate):
-    vec = gem_core.make_vec(lambda: Countdown(2, truncate), 2, mode=mode, seed=10)
+    vec = make_vec(COUNTDOWN, 2, mode=mode, seed=10, length=2, truncate=truncate)
     observations, infos = vec.reset()
     assert observations == [first_observation(10), first_observation(11)]
     assert [i[EPISODE_SEED] for i in infos] == [10, 11]
@@ -46,9 +46,8 @@ def test_next_step_returns_the_terminal_transition_then_resets_on_the_next_step(
     vec.close()
 
 
-@pytest.mark.parametrize("mode", MODES)
 def test_same_step_keeps_the_terminal_observation_and_info_under_documented_keys(mode):
-    vec = gem_core.make_vec(lambda: Countdown(2), 2, mode=mode, autoreset="same_step", seed=10)
+    vec = make_vec(COUNTDOWN, 2, mode=mode, autoreset="same_step", seed=10, length=2)
     _, infos = vec.reset()
     tag = infos[0]["tag"]
     vec.step(["a", "b"])
@@ -91,14 +90,13 @@ def expected_rows(env_id, seeds, actions, autoreset, num_envs):
     return rows
 
 
-@pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("autoreset", ["next_step", "same_step"])
 def test_long_run_matches_standalone_environments(mode, autoreset):
     env_id, n = "game:GuessTheNumber-v0-easy", 3
     rng = random.Random(0)
     actions = [[f"\\boxed{{{rng.randint(0, 11)}}}" for _ in range(n)] for _ in range(60)]
     expected = expected_rows(env_id, [5, 6, 7], actions, autoreset, n)
-    with gem_core.make_vec(env_id, n, mode=mode, autoreset=autoreset, seed=5) as vec:
+    with make_vec(env_id, n, mode=mode, autoreset=autoreset, seed=5) as vec:
         vec.reset()
         for batch, want in zip(actions, expected):
             obs, rewards, term, trunc, infos = vec.step(batch)
@@ -108,7 +106,6 @@ def test_long_run_matches_standalone_environments(mode, autoreset):
             assert got == want
 
 
-@pytest.mark.parametrize("mode", MODES)
 def test_seeds_per_slot_are_reproducible_and_replayable(mode):
     def transcript(vec, steps=25):
         out = [vec.reset()]
@@ -118,7 +115,7 @@ def test_seeds_per_slot_are_reproducible_and_replayable(mode):
             out.append((obs, rewards.tolist(), term.tolist(), infos))
         return out
 
-    make = lambda seed: gem_core.make_vec(lambda: Countdown(None), 4, mode=mode, seed=seed)  # noqa: E731
+    make = lambda seed: make_vec(COUNTDOWN, 4, mode=mode, seed=seed, length=None)  # noqa: E731
     with make(3) as a, make(3) as b, make(4) as c:
         assert transcript(a) == transcript(b)
         assert transcript(a) != transcript(c)

@@ -13,20 +13,32 @@ import pytest
 
 import gem_core
 from gem_core.vector import EPISODE_SEED, FAULT, FINAL_INFO, FINAL_OBSERVATION
+from tests.vector.conftest import make_vec
 from tests.vector.envs import Countdown, Faulty, NativeAsync
 
-MODES = ["sync", "async"]
+MODES = ["sync", "async", "ray"]
+IN_PROCESS = ["sync", "async"]
 TIMEOUT = 0.3
+COUNTDOWN, FAULTY, FAULTY_ONCE = "vector-test:Countdown-v0", "vector-test:Faulty-v0", "vector-test:FaultyOnce-v0"
 
 
 def vec_of(factories, mode, **kwargs):
     return gem_core.make_vec(factories, mode=mode, **kwargs)
 
 
-@pytest.mark.parametrize("mode", MODES)
+def slots_of(mode, *slots, **kwargs):
+    """A vector environment of registered test environments: each slot an ``(id, keywords)`` pair."""
+    return make_vec([env_id for env_id, _ in slots], mode=mode, vec_kwargs=[k for _, k in slots], **kwargs)
+
+
+def token(request):
+    """A name no other test uses, for FaultyOnce."""
+    return request.node.nodeid
+
+
 def test_a_step_that_raises_ends_that_episode_truncated_and_the_others_go_on(mode):
     # call 1 is the reset, call 2 the first step
-    with vec_of([Countdown, lambda: Faulty({2: "raise"}), Countdown], mode) as vec:
+    with slots_of(mode, (COUNTDOWN, {}), (FAULTY, {"faults": {2: "raise"}}), (COUNTDOWN, {})) as vec:
         vec.reset()
         faulty = vec.envs[1]
         obs, rewards, term, trunc, infos = vec.step(["a", "b", "c"])
@@ -38,15 +50,17 @@ def test_a_step_that_raises_ends_that_episode_truncated_and_the_others_go_on(mod
         assert obs[0].endswith("t1 got a") and obs[2].endswith("t1 got c") and not trunc[[0, 2]].any()
         obs, rewards, term, trunc, infos = vec.step(["d", "ignored", "e"])
         assert EPISODE_SEED in infos[1] and obs[1].startswith("start") and not trunc[1]
-        assert vec.envs[1] is faulty  # an env that raised in step is kept and reset
+        assert vec.envs[1] is faulty or mode == "ray"  # an env that raised in step is kept and reset
         assert obs[0].endswith("t2 got d")
+        obs, *_ = vec.step(["f", "g", "h"])
+        assert obs[1].endswith("t1 got g")  # in Ray mode too: call 3 was the reset, 4 this step
 
 
-@pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("kind", ["hang", "slow", "malformed"])
-def test_hang_slow_and_malformed_steps(mode, kind):
-    schedules = iter([{2: kind}])  # only the first instance misbehaves, not its replacement
-    with vec_of([Countdown, lambda: Faulty(next(schedules, {}), slow=0.05)], mode, step_timeout=TIMEOUT) as vec:
+def test_hang_slow_and_malformed_steps(mode, kind, request):
+    # only the first instance misbehaves, not its replacement
+    with slots_of(mode, (COUNTDOWN, {}), (FAULTY_ONCE, {"faults": {2: kind}, "token": token(request), "slow": 0.05}),
+                  step_timeout=TIMEOUT) as vec:
         vec.reset()
         original = vec.envs[1]
         obs, rewards, term, trunc, infos = vec.step(["a", "b"])
@@ -63,15 +77,15 @@ def test_hang_slow_and_malformed_steps(mode, kind):
             assert fault["kind"] == "error" and "reward that is not a number" in fault["error"]
         obs, rewards, term, trunc, infos = vec.step(["c", "ignored"])
         assert EPISODE_SEED in infos[1] and obs[1].startswith("start")
-        assert (vec.envs[1] is not original) == (kind == "hang")  # a hung env is replaced
+        assert (vec.envs[1] is not original) == (kind == "hang") or mode == "ray"  # a hung env is replaced
         obs, *_ = vec.step(["d", "e"])
         assert obs[1].endswith("t1 got e")
 
 
-@pytest.mark.parametrize("mode", MODES)
-def test_a_failed_autoreset_starts_no_episode_and_replaces_the_environment(mode):
+def test_a_failed_autoreset_starts_no_episode_and_replaces_the_environment(mode, request):
     # length 1: call 1 reset, call 2 step (ends), call 3 the autoreset, which raises
-    with vec_of([lambda: Faulty({3: "raise"}, length=1), Countdown], mode) as vec:
+    with slots_of(mode, (FAULTY_ONCE, {"faults": {3: "raise"}, "length": 1, "token": token(request)}),
+                  (COUNTDOWN, {})) as vec:
         vec.reset()
         original = vec.envs[0]
         _, _, term, _, _ = vec.step(["a", "b"])
@@ -80,13 +94,14 @@ def test_a_failed_autoreset_starts_no_episode_and_replaces_the_environment(mode)
         assert obs[0] == "" and not term[0] and not trunc[0] and EPISODE_SEED not in infos[0]
         assert infos[0][FAULT]["phase"] == "reset" and vec.envs[0] is None
         obs, rewards, term, trunc, infos = vec.step(["ignored", "d"])
-        assert EPISODE_SEED in infos[0] and vec.envs[0] is not original
+        assert EPISODE_SEED in infos[0] and (vec.envs[0] is not original or mode == "ray")
+        obs, *_ = vec.step(["e", "f"])
+        assert obs[0].endswith("t1 got e")  # a fresh environment: no fault at its call 3
 
 
-@pytest.mark.parametrize("mode", MODES)
 def test_same_step_reset_that_hangs_still_ends_the_finished_episode(mode):
-    with vec_of([lambda: Faulty({3: "hang"}, length=1), Countdown], mode, autoreset="same_step",
-                step_timeout=TIMEOUT) as vec:
+    with slots_of(mode, (FAULTY, {"faults": {3: "hang"}, "length": 1}), (COUNTDOWN, {}), autoreset="same_step",
+                  step_timeout=TIMEOUT) as vec:
         _, infos = vec.reset()
         tag = infos[0]["tag"]
         obs, rewards, term, trunc, infos = vec.step(["a", "b"])
@@ -99,11 +114,10 @@ def test_same_step_reset_that_hangs_still_ends_the_finished_episode(mode):
         assert infos[0][EPISODE_SEED] == 4  # the slot's next seed: the failed one is not tried again
 
 
-@pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("step_timeout", [None, TIMEOUT])
 def test_same_step_reset_that_raises_still_ends_the_finished_episode(mode, step_timeout):
-    with vec_of([lambda: Faulty({3: "raise"}, length=1), Countdown], mode, autoreset="same_step",
-                step_timeout=step_timeout) as vec:
+    with slots_of(mode, (FAULTY, {"faults": {3: "raise"}, "length": 1}), (COUNTDOWN, {}), autoreset="same_step",
+                  step_timeout=step_timeout) as vec:
         _, infos = vec.reset()
         obs, rewards, term, trunc, infos = vec.step(["a", "b"])
         assert term[0] and rewards[0] == 1.0 and obs[0] == "" and EPISODE_SEED not in infos[0]
@@ -120,7 +134,7 @@ class HangingAsync(NativeAsync):
         return await super().astep(action)
 
 
-@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("mode", IN_PROCESS)
 def test_a_native_async_step_past_the_timeout_is_cancelled(mode):
     with vec_of([HangingAsync, HangingAsync], mode, step_timeout=TIMEOUT) as vec:
         vec.reset()
@@ -138,14 +152,16 @@ def random_faults(rng):
     *itertools.product(MODES, ["next_step", "same_step"], [TIMEOUT]),
     *itertools.product(MODES, ["next_step", "same_step"], [None]),  # inline calls, no hangs
 ])
-def test_ledger_every_started_episode_ends_exactly_once(mode, autoreset, timeout):
+def test_ledger_every_started_episode_ends_exactly_once(mode, autoreset, timeout, request):
+    if mode == "ray":
+        request.getfixturevalue("ray_cluster")
     rng = random.Random(f"{mode}{autoreset}{timeout}")
     schedules = [random_faults(rng) if slot % 2 else {} for slot in range(6)]
     schedules[1][2] = "hang"  # at least one of each kind
     schedules[3][2] = "raise"
     if timeout is None:
         schedules = [{k: "raise" if v == "hang" else v for k, v in s.items()} for s in schedules]
-    factories = [lambda s=s: Faulty(s, length=None, slow=0.01) for s in schedules]
+    slots = [(FAULTY, {"faults": s, "length": None, "slow": 0.01}) for s in schedules]
     open_episode, started, ended, faults = {}, [], [], []
 
     def account(slots, infos, done):
@@ -160,7 +176,7 @@ def test_ledger_every_started_episode_ends_exactly_once(mode, autoreset, timeout
                 open_episode[slot] = info[EPISODE_SEED]
                 started.append(info[EPISODE_SEED])
 
-    with vec_of(factories, mode, autoreset=autoreset, step_timeout=timeout) as vec:
+    with slots_of(mode, *slots, autoreset=autoreset, step_timeout=timeout) as vec:
         _, infos = vec.reset()
         account(range(6), infos, [False] * 6)
         for step in range(40):
@@ -173,11 +189,9 @@ def test_ledger_every_started_episode_ends_exactly_once(mode, autoreset, timeout
     assert {"error", "timeout"} <= set(faults) if timeout else set(faults) == {"error"}
 
 
-@pytest.mark.parametrize("mode", MODES)
 def test_collect_episodes_through_faults_returns_each_episode_once(mode):
     schedules = [{}, {2: "raise", 9: "hang"}, {4: "malformed", 6: "slow"}]
-    factories = [lambda s=s: Faulty(s, length=3) for s in schedules]
-    with vec_of(factories, mode, step_timeout=TIMEOUT) as vec:
+    with slots_of(mode, *[(FAULTY, {"faults": s, "length": 3}) for s in schedules], step_timeout=TIMEOUT) as vec:
         episodes = gem_core.collect_episodes(vec, lambda obs: ["x"] * len(obs), 12)
     assert len(episodes) == 12 and len({e.seed for e in episodes}) == 12
     assert all(e.done for e in episodes)

@@ -56,7 +56,7 @@ def test_factories_are_named_by_spec_or_class():
     (lambda: gem_core.make_vec(["game:GuessTheNumber-v0"] * 2, 3), "one id per slot"),
     (lambda: gem_core.make_vec("game:GuessTheNumber-v0", 0), "positive integer"),
     (lambda: gem_core.make_vec([]), "non-empty list"),
-    (lambda: gem_core.make_vec("game:GuessTheNumber-v0", mode="threads"), "'sync' or 'async'"),
+    (lambda: gem_core.make_vec("game:GuessTheNumber-v0", mode="threads"), "'sync', 'async' or 'ray'"),
     (lambda: gem_core.make_vec("game:GuessTheNumber-v0", autoreset="never"), "next_step"),
     (lambda: gem_core.make_vec("game:GuessTheNumber-v0", step_timeout=0), "step_timeout"),
     (lambda: gem_core.make_vec("game:GuessTheNumber-v0", wrappers="concat,episode_trackin"), "episode_tracking"),

@@ -9,7 +9,10 @@ import pytest
 import gem_core
 from gem_core import GemError
 from gem_core.episodes import Episode
-from tests.vector.envs import Countdown, Faulty
+from tests.vector.conftest import make_vec
+from tests.vector.envs import Countdown, Faulty, SeedSensitive
+
+COUNTDOWN, FAULTY, SEED_SENSITIVE = "vector-test:Countdown-v0", "vector-test:Faulty-v0", "vector-test:SeedSensitive-v0"
 
 
 def binary_search(observations):
@@ -38,9 +41,8 @@ def replay(episode, make_env):
     return turns, observation
 
 
-@pytest.mark.parametrize("mode", ["sync", "async"])
 def test_collects_exactly_n_complete_episodes_that_replay_from_their_seeds(mode):
-    with gem_core.make_vec(lambda: Countdown(None), 3, mode=mode, seed=40) as vec:
+    with make_vec(COUNTDOWN, 3, mode=mode, seed=40, length=None) as vec:
         episodes = gem_core.collect_episodes(vec, lambda obs: [o[-3:] for o in obs], 7)
     assert len(episodes) == 7 and all(isinstance(e, Episode) and e.done for e in episodes)
     assert sorted(e.seed for e in episodes) == sorted(set(e.seed for e in episodes))
@@ -48,18 +50,18 @@ def test_collects_exactly_n_complete_episodes_that_replay_from_their_seeds(mode)
     for episode in episodes:
         turns, final = replay(episode, lambda: Countdown(None))
         assert [(t.observation, t.action, t.reward, t.terminated, t.truncated) for t in episode.turns] == turns
-        assert episode.final_observation == final and episode.env_id == "Countdown"
+        assert episode.final_observation == final and episode.env_id == COUNTDOWN
 
 
-def test_episodes_are_the_same_in_every_mode_and_autoreset():
+def test_episodes_are_the_same_in_every_mode_and_autoreset(ray_cluster):
     results = {}
-    for mode, autoreset in itertools.product(["sync", "async"], ["next_step", "same_step"]):
-        with gem_core.make_vec("game:GuessTheNumber-v0-hard", 4, wrappers="concat", mode=mode,
-                               autoreset=autoreset, seed=1) as vec:
+    for mode, autoreset in itertools.product(["sync", "async", "ray"], ["next_step", "same_step"]):
+        with make_vec("game:GuessTheNumber-v0-hard", 4, wrappers="concat", mode=mode,
+                      autoreset=autoreset, seed=1) as vec:
             episodes = gem_core.collect_episodes(vec, binary_search, 10)
         results[mode, autoreset] = [e.to_dict() for e in episodes]
-    for autoreset in ("next_step", "same_step"):  # sync and async: the same, in the same order
-        assert results["sync", autoreset] == results["async", autoreset]
+    for autoreset in ("next_step", "same_step"):  # every mode: the same, in the same order
+        assert results["sync", autoreset] == results["async", autoreset] == results["ray", autoreset]
     # Next-step autoreset spends a step on each reset, so episodes may start in another order;
     # they are the same episodes.
     by_seed = [sorted(r, key=lambda e: e["seed"]) for r in results.values()]
@@ -165,22 +167,8 @@ def test_collection_raises_when_no_healthy_slot_remains():
             gem_core.collect_episodes(vec, lambda obs: ["a"] * len(obs), 5)
 
 
-class SeedSensitive(Countdown):
-    """Fails to reset for every seed divisible by ``period``."""
-
-    def __init__(self, period: int = 3):
-        super().__init__(2)
-        self.period = period
-
-    def reset(self, seed=None, **options):
-        if seed is not None and seed % self.period == 0:
-            raise ValueError(f"no puzzle for seed {seed}")
-        return super().reset(seed)
-
-
-@pytest.mark.parametrize("mode", ["sync", "async"])
 def test_flaky_resets_are_retried_with_fresh_seeds(mode):
-    with gem_core.make_vec(SeedSensitive, 4, mode=mode, seed=0) as vec:
+    with make_vec(SEED_SENSITIVE, 4, mode=mode, seed=0) as vec:
         episodes = gem_core.collect_episodes(vec, lambda obs: ["a"] * len(obs), 24)
     assert len(episodes) == 24 and not vec.quarantined
     assert all(e.seed % 3 for e in episodes) and len({e.seed for e in episodes}) == 24
@@ -193,14 +181,12 @@ def test_too_large_a_share_of_failed_resets_raises():
                                       reset_backoff=0)
 
 
-@pytest.mark.parametrize("mode", ["sync", "async"])
 def test_half_the_slots_faulty_still_gives_every_episode(mode):
     """Step errors, a hang past step_timeout, malformed results and resets failing a third of the
     time: every episode asked for still comes back."""
-    factories = [Countdown, Countdown, Countdown, Countdown,
-                 lambda: Faulty({2: "raise", 7: "raise"}), lambda: Faulty({3: "hang"}),
-                 lambda: Faulty({2: "malformed"}), SeedSensitive]
-    with gem_core.make_vec(factories, mode=mode, step_timeout=0.5) as vec:
+    slots = [(COUNTDOWN, {})] * 4 + [(FAULTY, {"faults": {2: "raise", 7: "raise"}}), (FAULTY, {"faults": {3: "hang"}}),
+                                     (FAULTY, {"faults": {2: "malformed"}}), (SEED_SENSITIVE, {})]
+    with make_vec([i for i, _ in slots], mode=mode, vec_kwargs=[k for _, k in slots], step_timeout=0.5) as vec:
         episodes = gem_core.collect_episodes(vec, lambda obs: ["a"] * len(obs), 40)
     assert len(episodes) == 40
     assert sum(e.turns[-1].truncated for e in episodes) >= 3  # the faulty steps ended their episodes

@@ -61,7 +61,7 @@ def test_the_setup_hook_installs_the_estimator_inside_a_ray_actor():
 
     env = runtime_env("rebn")
     env["env_vars"]["PYTHONPATH"] = str(REPO)  # the actor imports this test module (and its tests package)
-    ray.init(num_cpus=2, include_dashboard=False, runtime_env=env, log_to_driver=False)
+    ray.init(address="local", num_cpus=2, include_dashboard=False, runtime_env=env, log_to_driver=False)
     try:
         probe = ray.get(TrainerLike.remote().probe.remote(), timeout=240)
     finally:

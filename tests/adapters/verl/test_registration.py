@@ -71,7 +71,7 @@ def test_a_ray_worker_registers_on_its_own(expected_estimators):
     found, _ = run_probe('''
         import json, os, sys
         import ray
-        ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False)
+        ray.init(address="local", num_cpus=1, include_dashboard=False, log_to_driver=False)
         try:
             result = ray.get(ray.remote(probe).remote())
         finally:

@@ -1,0 +1,282 @@
+"""The Ray mode of :func:`gem_core.make_vec`: slots run on host actors across a Ray cluster.
+
+The vector environment's contract is the sync and async modes' (see :mod:`gem_core.vector.base`):
+this process keeps every slot's seeds and autoreset state, and each step sends one batch per host
+(the calls of the slots placed there) and waits for all of them, within ``step_timeout`` plus the
+pool's ``call_timeout``.
+
+A lost host (its process or node died, or it stayed silent past that limit) loses no slot: each
+call that was in flight there ends with a fault of kind ``"host_lost"`` (``host`` names where it
+ran, ``error`` what happened), and its slot moves to the live host holding the fewest slots,
+where its environment is built afresh. A lost step ends its episode truncated, like any fault;
+:func:`gem_core.collect_episodes` plays such an episode again from its seed. A lost reset is
+retried with the same seed (the episode never started). Calls are never retried by Ray (a
+retried ``step`` would be applied twice). When no live host is left, the step raises
+:class:`~gem_core.GemError`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from collections.abc import Sequence
+from typing import Any
+
+from gem_core.errors import GemError
+from gem_core.vector.base import FAULT, AutoresetMode, VectorEnv, _Slot
+from gem_core.vector.calls import Call
+from gem_core.vector.ray_host import EnvRecipe, Outcome
+from gem_core.vector.ray_pool import RayPool, import_ray
+
+logger = logging.getLogger("gem_core.vector")
+
+HOST_LOST = "host_lost"
+
+
+class _Reported(Exception):
+    """A fault report made elsewhere (by a host, or for a lost host), carried on a :class:`Call`."""
+
+    def __init__(self, fault: dict[str, Any]):
+        super().__init__(fault.get("error", fault["kind"]))
+        self.fault = fault
+
+
+class _Host:
+    __slots__ = ("actor", "node_id", "where", "alive", "slots")
+
+    def __init__(self, actor: Any, node_id: str, where: str):
+        self.actor, self.node_id, self.where = actor, node_id, where
+        self.alive = True
+        self.slots: set[int] = set()
+
+
+class RayVectorEnv(VectorEnv):
+    """A vector environment whose slots run on Ray host actors; see :mod:`gem_core.vector.ray_env`
+    and :func:`gem_core.make_vec` (``mode="ray"``). :attr:`envs` is all None: the environments
+    live on the hosts. :attr:`hosts` says where each slot runs."""
+
+    concurrent = True
+
+    def __init__(self, recipes: Sequence[EnvRecipe], *, pool: RayPool | None = None, seed: int | None = 0,
+                 autoreset: str | AutoresetMode = AutoresetMode.NEXT_STEP, step_timeout: float | None = None):
+        super().__init__([_remote] * len(recipes), env_ids=[r.env_id for r in recipes], seed=seed,
+                         autoreset=autoreset, step_timeout=step_timeout)
+        self._ray = import_ray()
+        self.pool = pool or RayPool()
+        self._recipes = list(recipes)
+        self._lease = uuid.uuid4().hex
+        self._hosts: list[_Host] = []
+        self._host_of: list[int] = [0] * self.num_envs
+        self._placed: set[int] = set()  # slots whose current host has their recipe
+        try:
+            self._start_hosts()
+        except BaseException:
+            self.close()
+            raise
+
+    # ---- what differs from the in-process modes ------------------------------------------------
+
+    @property
+    def hosts(self) -> list[str]:
+        """Where each slot runs now (node IP and id of its host)."""
+        return [self._hosts[h].where for h in self._host_of]
+
+    def sample_random_action(self, index: int) -> str:
+        """A random well-formed action for slot ``index``'s current state, drawn on its host."""
+        host = self._hosts[self._host_of[self._indices([index])[0]]]
+        ray = self._ray
+        try:
+            return ray.get(host.actor.sample.remote(self._lease, index), timeout=self.pool.call_timeout)
+        except ray.exceptions.RayTaskError as e:
+            raise _cause(e) from None
+        except (ray.exceptions.RayError, ray.exceptions.GetTimeoutError) as e:
+            raise GemError(f"The environment host on {host.where} did not answer: {e}") from None
+
+    def quarantine(self, index: int, report: Any) -> None:
+        super().quarantine(index, report)
+        host = self._hosts[self._host_of[index]]
+        if host.alive:
+            host.actor.drop.remote(self._lease, [index])  # fire and forget: nothing waits on it
+        self._placed.discard(index)
+
+    def close(self) -> None:
+        if getattr(self, "_closed", True):
+            return
+        super().close()
+        live = [h for h in getattr(self, "_hosts", []) if h.alive]
+        if not live:
+            return
+        if self.pool.name is None:
+            for host in live:
+                self._ray.kill(host.actor, no_restart=True)
+            return
+        try:
+            self._ray.get([h.actor.release.remote(self._lease) for h in live], timeout=self.pool.start_timeout)
+        except Exception as e:  # a host lost meanwhile: its lease went with it
+            logger.warning("Releasing the slots of a named pool raised %s: %s", type(e).__name__, e)
+
+    def _build(self, slot: _Slot) -> None:
+        slot.env, slot.route = None, "remote"
+        self._all_inline = False
+
+    def _call(self, index: int, action: str | None, seed: int) -> Call:
+        return Call(index, action, seed, self.autoreset is AutoresetMode.SAME_STEP)
+
+    def _execute(self, calls: list[Call]) -> None:
+        sent = self._send(calls)
+        refs = [ref for ref, _ in sent.values()]
+        ready = self._ray.wait(refs, num_returns=len(refs), timeout=self._wait_s())[0] if refs else []
+        self._receive(sent, set(ready))
+
+    async def _aexecute(self, calls: list[Call]) -> None:
+        sent = self._send(calls)
+        futures = {asyncio.wrap_future(ref.future()): ref for ref, _ in sent.values()}
+        done: set[Any] = set()
+        if futures:
+            done, _ = await asyncio.wait(set(futures), timeout=self._wait_s())
+        self._receive(sent, {futures[f] for f in done})
+
+    def _fault(self, call: Call) -> dict[str, Any] | None:
+        if not isinstance(call.error, _Reported):
+            return super()._fault(call)
+        slot = self._slots[call.slot]
+        slot.needs_reset = True
+        fault = call.error.fault
+        if call.phase == "reset" and fault["kind"] != HOST_LOST:
+            slot.next_seed = call.seed + self.num_envs  # type: ignore[operator]  # not tried again
+        return fault
+
+    # ---- placement and transport ----------------------------------------------------------------
+
+    def _place(self, index: int, host: int) -> None:
+        self._hosts[self._host_of[index]].slots.discard(index)
+        self._host_of[index] = host
+        self._hosts[host].slots.add(index)
+        self._placed.discard(index)
+
+    def _start_hosts(self) -> None:
+        """Start (or find) the pool's hosts, place the slots evenly and open the leases. A named
+        pool's host found dead (its node went since this process last used it) is replaced once."""
+        ray = self._ray
+        for attempt in (1, 2):
+            self._hosts = [_Host(*started) for started in self.pool.start()]
+            self._host_of, self._placed = [0] * self.num_envs, set()
+            for index in range(self.num_envs):
+                self._place(index, index % len(self._hosts))
+            try:
+                self._open_leases()
+                return
+            except ray.exceptions.RayActorError as e:
+                self.pool.forget()
+                if attempt == 2:
+                    raise GemError(f"The environment hosts died as they started: {str(e).splitlines()[0]}") from None
+
+    def _open_leases(self) -> None:
+        """Open this vector environment's lease on every host holding slots (each checks that its
+        node can make the slots' environments)."""
+        ray = self._ray
+        opening = [(h.actor.open.remote(self._lease, self.num_envs, len(h.slots), self.step_timeout,
+                                        [self._recipes[i] for i in sorted(h.slots)]))
+                   for h in self._hosts if h.slots]
+        try:
+            ray.get(opening, timeout=self.pool.start_timeout)
+        except ray.exceptions.RayTaskError as e:
+            raise _cause(e) from None
+        except ray.exceptions.GetTimeoutError:
+            raise GemError(f"The environment hosts did not answer within {self.pool.start_timeout:g} s.") from None
+
+    def _wait_s(self) -> float:
+        return (self.step_timeout or 0.0) + self.pool.call_timeout
+
+    def _send(self, calls: list[Call]) -> dict[int, tuple[Any, list[Call]]]:
+        """One batch per host: ``{host: (object ref of its outcomes, its calls)}``."""
+        batches: dict[int, list[Call]] = {}
+        for call in calls:
+            batches.setdefault(self._host_of[call.slot], []).append(call)
+        sent = {}
+        for host, batch in batches.items():
+            requests = []
+            for call in batch:
+                recipe = None if call.slot in self._placed else self._recipes[call.slot]
+                requests.append((call.slot, call.action, call.seed, call.reset_after_end, recipe))
+            sent[host] = (self._hosts[host].actor.run.remote(self._lease, requests), batch)
+        return sent
+
+    def _receive(self, sent: dict[int, tuple[Any, list[Call]]], ready: set[Any]) -> None:
+        ray = self._ray
+        lost: list[tuple[int, list[Call], str]] = []
+        for host, (ref, batch) in sent.items():
+            if ref not in ready:
+                lost.append((host, batch, f"no answer within {self._wait_s():g} s"))
+                continue
+            try:
+                outcomes: list[Outcome] = ray.get(ref, timeout=self.pool.call_timeout)
+            except ray.exceptions.RayTaskError as e:  # the host ran, and raised: a defect, not a loss
+                raise _cause(e) from None
+            except (ray.exceptions.RayError, ray.exceptions.GetTimeoutError) as e:  # the host died
+                lost.append((host, batch, f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"))
+                continue
+            for call, (phase, step_result, reset_result, fault) in zip(batch, outcomes):
+                call.phase, call.step_result, call.reset_result = phase, step_result, reset_result
+                if fault is not None:
+                    call.error = _Reported(fault)
+                call.finished = True
+                self._placed.add(call.slot)
+        for host, batch, reason in lost:
+            self._lose(host, reason)
+            for call in batch:
+                fault = {"kind": HOST_LOST, "phase": call.phase, "host": self._hosts[host].where, "error": reason}
+                if call.phase == "reset":
+                    fault["seed"] = call.seed
+                call.error = _Reported(fault)
+                call.finished = True
+
+    def _lose(self, host: int, reason: str) -> None:
+        """Take a host out of service and move its slots to the live hosts (fewest slots first)."""
+        lost = self._hosts[host]
+        if not lost.alive:
+            return
+        lost.alive = False
+        self.pool.forget()
+        try:
+            self._ray.kill(lost.actor, no_restart=True)  # it may only be silent: make sure it is gone
+        except Exception:
+            pass
+        live = [i for i, h in enumerate(self._hosts) if h.alive]
+        logger.warning("The environment host on %s is lost (%s); its %d slot(s) move to %d live host(s).",
+                       lost.where, reason, len(lost.slots), len(live))
+        if not live:
+            raise GemError(f"Every environment host of this vector environment is lost (the last: {lost.where}, "
+                           f"{reason}). Check the nodes that offer '{self.pool.resource}' (ray status).")
+        moved = sorted(lost.slots)
+        for index in moved:
+            self._place(index, min(live, key=lambda i: len(self._hosts[i].slots)))
+        for target in {self._host_of[i] for i in moved}:
+            here = [i for i in moved if self._host_of[i] == target]
+            try:
+                self._ray.get(self._hosts[target].actor.open.remote(
+                    self._lease, self.num_envs, len(here), self.step_timeout, [self._recipes[i] for i in here]),
+                    timeout=self.pool.start_timeout)
+            except self._ray.exceptions.RayTaskError as e:
+                raise _cause(e) from None
+            except Exception as e:  # that host is gone too: its next batch finds out and moves on
+                logger.warning("Opening slots on %s raised %s", self._hosts[target].where, e)
+
+
+def is_host_lost(info: dict[str, Any]) -> bool:
+    """Whether a row's info reports a call lost with its host."""
+    fault = info.get(FAULT)
+    return isinstance(fault, dict) and fault.get("kind") == HOST_LOST
+
+
+def _remote() -> Any:
+    raise GemError("A Ray-mode slot's environment lives on its host.")
+
+
+def _cause(error: Any) -> BaseException:
+    """The exception a host raised (a :class:`GemError` as is), from Ray's wrapper."""
+    cause = getattr(error, "cause", None)
+    if isinstance(cause, GemError):
+        return cause
+    return GemError(f"An environment host failed: {cause or error}")
