@@ -7,7 +7,6 @@ episodes and advantage estimators.
 >>> observation, reward, terminated, truncated, info = env.step(r"\\boxed{5}")
 """
 
-from gem_core.components import get_adapter, get_estimator, get_tool, get_wrapper
 from gem_core.core import Env, Wrapper
 from gem_core.errors import (
     DataNotFoundError,
@@ -21,8 +20,10 @@ from gem_core.errors import (
     UnknownNameError,
 )
 from gem_core.hookspecs import hookimpl
-from gem_core.registry import EnvSpec, list_envs, make, register, spec
-from gem_core import plugins as _plugins  # noqa: E402,F401,I001 - installs plugin discovery (gem_core.lookup)
+from gem_core.registry import EnvSpec, get_command, get_estimator, get_tool, get_wrapper, list_envs, make, register, spec
+from gem_core import plugins as _plugins  # noqa: E402,F401,I001 - installs plugin discovery (gem_core.registry)
+
+get_adapter = get_command  # the former name of get_command
 
 __version__ = "0.1.0"
 
@@ -86,6 +87,7 @@ __all__ = [
     "check_multiagent_env",
     "collect_episodes",
     "get_adapter",
+    "get_command",
     "get_estimator",
     "get_tool",
     "get_wrapper",
