@@ -7,7 +7,7 @@ episodes and advantage estimators.
 >>> observation, reward, terminated, truncated, info = env.step(r"\\boxed{5}")
 """
 
-from gem_core.core import Env, Wrapper
+from gem_core.core import Env, ResultWrapper, Wrapper
 from gem_core.errors import (
     DataNotFoundError,
     DuplicateRegistrationError,
@@ -36,7 +36,8 @@ _LAZY = {
     "collect_episodes": "gem_core.rollout",
     "acollect_episodes": "gem_core.rollout",
     "wrap": "gem_core.wrappers",
-    "ObservationWrapper": "gem_core.wrappers",
+    "HistoryWrapper": "gem_core.wrappers",
+    "ObservationWrapper": "gem_core.wrappers",  # the former name of HistoryWrapper (deprecated)
     "EpisodeTrackingWrapper": "gem_core.wrappers",
     "MultiAgentEnv": "gem_core.multiagent",
     "AgentSelector": "gem_core.multiagent",
@@ -72,11 +73,13 @@ __all__ = [
     "EnvSpec",
     "EpisodeTrackingWrapper",
     "GemError",
+    "HistoryWrapper",
     "InvalidRegistrationError",
     "MissingDependencyError",
     "MultiAgentEnv",
     "ObservationWrapper",
     "PluginError",
+    "ResultWrapper",
     "SyncVectorEnv",
     "UnknownEnvError",
     "UnknownNameError",
