@@ -36,7 +36,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=500)
     args = parser.parse_args()
-    from gem_core.tools import run_python, warm_python
+    from gem_core.sandbox import run_python, warm_python
 
     run_python(ACTION)  # starts the sandbox
     (pool,) = warm_python._pools.values()

@@ -7,8 +7,7 @@ episodes and advantage estimators.
 >>> observation, reward, terminated, truncated, info = env.step(r"\\boxed{5}")
 """
 
-from gem_core.components import get_adapter, get_estimator, get_tool, get_wrapper
-from gem_core.core import Env, Wrapper
+from gem_core.core import Env, ResultWrapper, Wrapper
 from gem_core.errors import (
     DataNotFoundError,
     DuplicateRegistrationError,
@@ -21,8 +20,10 @@ from gem_core.errors import (
     UnknownNameError,
 )
 from gem_core.hookspecs import hookimpl
-from gem_core.registry import EnvSpec, list_envs, make, register, spec
-from gem_core import plugins as _plugins  # noqa: E402,F401,I001 - installs plugin discovery (gem_core.lookup)
+from gem_core.registry import EnvSpec, get_command, get_estimator, get_tool, get_wrapper, list_envs, make, register, spec
+from gem_core import plugins as _plugins  # noqa: E402,F401,I001 - installs plugin discovery (gem_core.registry)
+
+get_adapter = get_command  # the former name of get_command
 
 __version__ = "0.1.0"
 
@@ -35,7 +36,8 @@ _LAZY = {
     "collect_episodes": "gem_core.rollout",
     "acollect_episodes": "gem_core.rollout",
     "wrap": "gem_core.wrappers",
-    "ObservationWrapper": "gem_core.wrappers",
+    "HistoryWrapper": "gem_core.wrappers",
+    "ObservationWrapper": "gem_core.wrappers",  # the former name of HistoryWrapper (deprecated)
     "EpisodeTrackingWrapper": "gem_core.wrappers",
     "MultiAgentEnv": "gem_core.multiagent",
     "AgentSelector": "gem_core.multiagent",
@@ -71,11 +73,13 @@ __all__ = [
     "EnvSpec",
     "EpisodeTrackingWrapper",
     "GemError",
+    "HistoryWrapper",
     "InvalidRegistrationError",
     "MissingDependencyError",
     "MultiAgentEnv",
     "ObservationWrapper",
     "PluginError",
+    "ResultWrapper",
     "SyncVectorEnv",
     "UnknownEnvError",
     "UnknownNameError",
@@ -86,6 +90,7 @@ __all__ = [
     "check_multiagent_env",
     "collect_episodes",
     "get_adapter",
+    "get_command",
     "get_estimator",
     "get_tool",
     "get_wrapper",

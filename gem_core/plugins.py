@@ -23,8 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import pluggy
 
-from gem_core import hookspecs, lookup, registry
-from gem_core.components import REGISTRIES
+from gem_core import hookspecs, registry
 from gem_core.errors import GemError
 
 if TYPE_CHECKING:
@@ -34,7 +33,9 @@ ENTRY_POINT_GROUP = "gem"
 PLUGINS_ENV_VAR = "GEM_PLUGINS"
 DEFAULT_PLUGINS = {"core": "gem_core.defaults"}  # name -> module
 OWN_DISTRIBUTION = "gem-adapters"
-KINDS = ("envs", "wrappers", "tools", "estimators", "adapters")
+KINDS = tuple(registry.REGISTRIES)  # envs, wrappers, tools, estimators, commands
+#: Hooks kept under a former name, per kind: what plugins implement there registers as usual.
+DEPRECATED_HOOKS = {"commands": ("gem_register_adapters",)}
 
 
 def _warn(message: str, *args: Any) -> None:
@@ -160,45 +161,37 @@ def _add_plugin(name: str, origin: str, load: Any) -> None:
 
 def _call_register_hooks(manager: pluggy.PluginManager) -> None:
     """Call each plugin's register hooks one plugin at a time, so one failure stays local."""
-    for kind in KINDS:
-        hook = getattr(manager.hook, f"gem_register_{kind}")
-        for impl in hook.get_hookimpls():  # in load order: defaults, our packs, then others
-            report = _reports[impl.plugin_name]
-            staged: list[Any] = []
-
-            if kind == "envs":
-                def register(id, entry_point, *, description="", wrappers=(), offline=True,
-                             kwargs=None, requires=None, _source=impl.plugin_name, **env_kwargs):
-                    staged.append(registry.build_spec(
-                        id, entry_point, description=description, wrappers=wrappers,
-                        offline=offline, kwargs={**(kwargs or {}), **env_kwargs},
-                        source=f"plugin {_source!r}", requires=requires,
-                    ))
-            else:
-                component_registry = REGISTRIES[kind]
-
-                def register(name, target, *, description="", _source=impl.plugin_name,
-                             _registry=component_registry):
-                    staged.append(_registry.build(name, target, description=description,
-                                                  source=f"plugin {_source!r}"))
-            try:
-                impl.function(register=register)
-            except Exception as e:
-                report.errors.append(f"gem_register_{kind} raised {type(e).__name__}: {e}")
-                _warn("GEM plugin %r failed in gem_register_%s (%s: %s); nothing it "
-                               "registered there is kept.", impl.plugin_name, kind, type(e).__name__, e)
-                continue
-            for item in staged:
-                try:
-                    if kind == "envs":
-                        registry.add_spec(item)
-                    else:
-                        REGISTRIES[kind].add(item)
-                except GemError as e:
-                    report.errors.append(str(e))
-                    _warn("GEM plugin %r: %s", impl.plugin_name, e)
-                else:
-                    report.registered[kind].append(item.id if kind == "envs" else item.name)
+    for kind, kind_registry in registry.REGISTRIES.items():
+        for hook_name in (f"gem_register_{kind}", *DEPRECATED_HOOKS.get(kind, ())):
+            for impl in getattr(manager.hook, hook_name).get_hookimpls():  # defaults, our packs, then others
+                _register_from(impl, hook_name, kind, kind_registry)
 
 
-lookup.set_discovery(load_plugins)
+def _register_from(impl: Any, hook_name: str, kind: str, kind_registry: registry.Registry[Any]) -> None:
+    """Stage what one plugin registers through one hook, then add it all, or nothing if the hook
+    raised."""
+    report = _reports[impl.plugin_name]
+    source = f"plugin {impl.plugin_name!r}"
+    staged: list[Any] = []
+
+    def register(*args: Any, **kwargs: Any) -> None:
+        staged.append(kind_registry.build(*args, **{**kwargs, "source": source}))
+
+    try:
+        impl.function(register=register)
+    except Exception as e:
+        report.errors.append(f"{hook_name} raised {type(e).__name__}: {e}")
+        _warn("GEM plugin %r failed in %s (%s: %s); nothing it registered there is kept.",
+              impl.plugin_name, hook_name, type(e).__name__, e)
+        return
+    for entry in staged:
+        try:
+            kind_registry.add(entry)
+        except GemError as e:
+            report.errors.append(str(e))
+            _warn("GEM plugin %r: %s", impl.plugin_name, e)
+        else:
+            report.registered[kind].append(entry.name)
+
+
+registry.set_discovery(load_plugins)

@@ -1,9 +1,20 @@
-"""The environment registry: ids to specs, and :func:`make`.
+"""The registries: environment ids, wrappers, tools, advantage estimators and ``gem`` commands,
+each a name-to-entry :class:`Registry`, and :func:`make`.
 
-Registration is cheap on purpose: a spec holds the id and a ``"module:Class"`` string, and the
-module is imported only when the environment is first made. Plugins register their ids through
-the ``gem_register_envs`` hook (see :mod:`gem_core.plugins`); scripts may also call
-:func:`register` directly.
+Registration is cheap on purpose: an entry holds its name and a ``"module:attr"`` string, and the
+module is imported only when the entry is first used. Plugins register through the
+``gem_register_<kind>`` hooks (see :mod:`gem_core.plugins`, which loads them before the first
+look-up); scripts may also call :func:`register` directly.
+
+What an entry's target is, per registry:
+
+* environment (:data:`ENVS`): an :class:`EnvSpec` whose entry point returns an
+  :class:`~gem_core.core.Env`;
+* wrapper: a callable ``factory(env, **options) -> Env`` (usually a :class:`~gem_core.Wrapper`
+  subclass);
+* tool: a callable ``factory(**options)`` returning a tool object;
+* estimator: ``estimator(rewards, *, gamma, group_ids=None) -> list[numpy.ndarray]``;
+* command: a click command, offered by the ``gem`` command as ``gem <name>``.
 """
 
 from __future__ import annotations
@@ -14,13 +25,11 @@ import importlib
 import inspect
 import re
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Generic, TypeVar
 
-from gem_core.components import apply_wrappers
 from gem_core.core import Env
-from gem_core.lookup import ensure_discovered, load_object
 from gem_core.errors import (
     _NO_DEFAULT,
     DuplicateRegistrationError,
@@ -28,10 +37,44 @@ from gem_core.errors import (
     GemError,
     InvalidRegistrationError,
     UnknownEnvError,
+    UnknownNameError,
 )
 
 _ID_PATTERN = re.compile(r"^[A-Za-z0-9_.\-]+(:[^\s:]+)?$")  # the category is optional (gem-llm's "sokoban")
 _FAMILY_PATTERN = re.compile(r"^([A-Za-z0-9_.\-]+):\{([A-Za-z_][A-Za-z0-9_]*)\}$")  # "remote:{url}"
+
+_discover: Callable[[], None] | None = None
+
+
+def set_discovery(discover: Callable[[], None]) -> None:
+    """Make ``discover`` (idempotent, cheap once done) run before every registry look-up.
+
+    :mod:`gem_core.plugins` installs its loader here when imported, so that the registries never
+    import the plugin loader."""
+    global _discover
+    _discover = discover
+
+
+def ensure_discovered() -> None:
+    """Run the installed discovery (the plugins load on the first call)."""
+    if _discover is not None:
+        _discover()
+
+
+def load_object(reference: str, *, what: str) -> Any:
+    """Import ``"module:attr"`` (attr may be dotted); failures raise a :class:`GemError`."""
+    module_name, _, attr = reference.partition(":")
+    try:
+        obj: Any = importlib.import_module(module_name)
+        for part in attr.split("."):
+            obj = getattr(obj, part)
+    except ImportError as e:
+        if isinstance(e, GemError):
+            raise
+        raise GemError(f"Cannot import {reference!r} ({what}): {e}") from e
+    except AttributeError as e:
+        raise GemError(f"Cannot find {reference!r} ({what}): {e}") from e
+    return obj
 
 
 @dataclass(frozen=True)
@@ -73,6 +116,16 @@ class EnvSpec:
         return missing
 
     @property
+    def name(self) -> str:
+        """The id: the key the registry files this spec under."""
+        return self.id
+
+    @property
+    def target(self) -> str | Callable[..., Env]:
+        """The entry point."""
+        return self.entry_point
+
+    @property
     def category(self) -> str:
         """The part of the id before the colon, e.g. ``game`` (empty for an id without one)."""
         return self.id.split(":", 1)[0] if ":" in self.id else ""
@@ -88,13 +141,101 @@ class EnvSpec:
         return _make_from_spec(self, kwargs)
 
 
-_registry: dict[str, EnvSpec] = {}
-_lock = threading.RLock()
-_constructors: dict[str | Callable[..., Env], Callable[..., Env]] = {}
-_accepted: dict[Callable[..., Env], dict[str, object] | None] = {}
 
 
-def register(
+@dataclass(frozen=True)
+class Component:
+    """One registered wrapper, tool, estimator or command; ``target`` is ``"module:attr"`` or the
+    object itself."""
+
+    kind: str
+    name: str
+    target: Any
+    description: str = ""
+    source: str = "<unknown>"
+
+    @property
+    def target_name(self) -> str:
+        t = self.target
+        if isinstance(t, str):
+            return t
+        return f"{getattr(t, '__module__', '?')}:{getattr(t, '__qualname__', repr(t))}"
+
+
+Entry = TypeVar("Entry", EnvSpec, Component)
+
+
+class Registry(Generic[Entry]):
+    """Names to entries of one kind, with lazy import of their targets.
+
+    ``build`` validates a registration's arguments into an entry; :meth:`register` takes the same
+    arguments and adds the entry, and plugins stage entries with :meth:`build` before adding them.
+    """
+
+    def __init__(self, kind: str, build: Callable[..., Entry]):
+        self.kind = kind
+        self.build = build
+        self._entries: dict[str, Entry] = {}
+        self._loaded: dict[str, Any] = {}
+        self._lock = threading.RLock()
+
+    def register(self, *args: Any, **kwargs: Any) -> Entry:
+        """Build an entry from ``build``'s arguments and add it."""
+        entry = self.build(*args, **kwargs)
+        self.add(entry)
+        return entry
+
+    def add(self, entry: Entry) -> None:
+        """Add a built entry; a name taken twice raises, naming both sources."""
+        with self._lock:
+            existing = self._entries.get(entry.name)
+            if existing is not None:
+                raise DuplicateRegistrationError(self.kind, entry.name, existing.source, entry.source)
+            self._entries[entry.name] = entry
+
+    def remove(self, name: str) -> None:
+        with self._lock:
+            self._entries.pop(name, None)
+            self._loaded.pop(name, None)
+
+    def find(self, name: str) -> Entry | None:
+        """The entry for ``name``, or None."""
+        ensure_discovered()
+        return self._entries.get(name)
+
+    def component(self, name: str) -> Entry:
+        """The entry for ``name``; unknown names raise an error naming the closest."""
+        entry = self.find(name)
+        if entry is None:
+            raise UnknownNameError(self.kind, name, self._entries)
+        return entry
+
+    def get(self, name: str) -> Any:
+        """The object registered under ``name``, imported on first use."""
+        try:
+            return self._loaded[name]
+        except KeyError:
+            pass
+        target = self.component(name).target
+        if isinstance(target, str):
+            target = load_object(target, what=f"{self.kind} {name!r}")
+        self._loaded[name] = target
+        return target
+
+    def names(self) -> list[str]:
+        ensure_discovered()
+        return sorted(self._entries)
+
+    def components(self) -> list[Entry]:
+        ensure_discovered()
+        return [self._entries[n] for n in sorted(self._entries)]
+
+    def __contains__(self, name: object) -> bool:
+        ensure_discovered()
+        return name in self._entries
+
+
+def build_spec(
     id: str,
     entry_point: str | Callable[..., Env],
     *,
@@ -102,38 +243,15 @@ def register(
     wrappers: Sequence[str | tuple[str, Mapping[str, Any]]] = (),
     offline: bool = True,
     kwargs: Mapping[str, Any] | None = None,
-    source: str | None = None,
+    source: str = "<unknown>",
     requires: Mapping[str, str] | None = None,
     **env_kwargs: Any,
 ) -> EnvSpec:
-    """Register an environment id.
+    """Validate an environment's registration and return its spec (without adding it).
 
-    Constructor defaults are given as keywords (``register("game:X-v0", "pkg.mod:X",
-    max_turns=7)``) or as a ``kwargs`` mapping. An id ``category:{keyword}`` registers a family:
-    every id ``category:<rest>`` not registered itself makes this spec with ``keyword=<rest>``
-    (``remote:{url}``: ``make("remote:http://host:8000")``). Registering an id twice raises
-    :class:`~gem_core.errors.DuplicateRegistrationError` naming both sources.
+    Constructor defaults are given as keywords (``max_turns=7``) or as a ``kwargs`` mapping; the
+    other keywords are :class:`EnvSpec`'s fields.
     """
-    spec = build_spec(
-        id, entry_point, description=description, wrappers=wrappers, offline=offline,
-        kwargs={**(kwargs or {}), **env_kwargs}, source=source or _caller_module(), requires=requires,
-    )
-    add_spec(spec)
-    return spec
-
-
-def build_spec(
-    id: str,
-    entry_point: str | Callable[..., Env],
-    *,
-    description: str,
-    wrappers: Sequence[str | tuple[str, Mapping[str, Any]]],
-    offline: bool,
-    kwargs: Mapping[str, Any],
-    source: str,
-    requires: Mapping[str, str] | None = None,
-) -> EnvSpec:
-    """Validate a registration and return its spec (without adding it)."""
     if not isinstance(id, str) or not _ID_PATTERN.match(id):
         raise InvalidRegistrationError(
             f"Invalid environment id {id!r} (from {source}): ids look like 'category:Name-v0' (or 'name' alone, as gem-llm allows)."
@@ -148,36 +266,75 @@ def build_spec(
     elif not callable(entry_point):
         raise InvalidRegistrationError(f"Entry point for {id} (from {source}) is not callable.")
     return EnvSpec(
-        id=id, entry_point=entry_point, kwargs=dict(kwargs), description=description,
+        id=id, entry_point=entry_point, kwargs={**(kwargs or {}), **env_kwargs}, description=description,
         wrappers=tuple(wrappers), offline=offline, source=source, requires=dict(requires or {}),
     )
 
 
+def _component_builder(kind: str) -> Callable[..., Component]:
+    def build(name: str, target: Any, *, description: str = "", source: str = "<unknown>") -> Component:
+        """Validate a registration and return the component (without adding it)."""
+        if not isinstance(name, str) or not name or any(c.isspace() or c == "," for c in name):
+            raise InvalidRegistrationError(f"Invalid {kind} name {name!r} (from {source}).")
+        if isinstance(target, str) and ":" not in target:
+            raise InvalidRegistrationError(
+                f"Invalid target {target!r} for {kind} {name!r} (from {source}): "
+                "expected 'package.module:attribute'."
+            )
+        return Component(kind, name, target, description, source)
+
+    return build
+
+
+ENVS: Registry[EnvSpec] = Registry("environment", build_spec)
+WRAPPERS: Registry[Component] = Registry("wrapper", _component_builder("wrapper"))
+TOOLS: Registry[Component] = Registry("tool", _component_builder("tool"))
+ESTIMATORS: Registry[Component] = Registry("estimator", _component_builder("estimator"))
+COMMANDS: Registry[Component] = Registry("command", _component_builder("command"))
+
+#: Each registry under the plural its plugin hook is named for (``gem_register_<kind>``).
+REGISTRIES: dict[str, Registry[Any]] = {
+    "envs": ENVS,
+    "wrappers": WRAPPERS,
+    "tools": TOOLS,
+    "estimators": ESTIMATORS,
+    "commands": COMMANDS,
+}
+
+_constructors: dict[str | Callable[..., Env], Callable[..., Env]] = {}
+_accepted: dict[Callable[..., Env], dict[str, object] | None] = {}
+
+
+def register(id: str, entry_point: str | Callable[..., Env], **options: Any) -> EnvSpec:
+    """Register an environment id; ``options`` are :func:`build_spec`'s keywords.
+
+    Constructor defaults are given as keywords (``register("game:X-v0", "pkg.mod:X",
+    max_turns=7)``) or as a ``kwargs`` mapping; ``description``, ``wrappers``, ``offline``,
+    ``requires`` and ``source`` fill the :class:`EnvSpec`. An id ``category:{keyword}`` registers a
+    family: every id ``category:<rest>`` not registered itself makes this spec with
+    ``keyword=<rest>`` (``remote:{url}``: ``make("remote:http://host:8000")``). Registering an id
+    twice raises :class:`~gem_core.errors.DuplicateRegistrationError` naming both sources.
+    """
+    options["source"] = options.get("source") or _caller_module()
+    return ENVS.register(id, entry_point, **options)
+
+
 def add_spec(spec: EnvSpec) -> None:
     """Add a validated spec; an id already taken raises, naming both sources."""
-    with _lock:
-        existing = _registry.get(spec.id)
-        if existing is not None:
-            raise DuplicateRegistrationError("environment", spec.id, existing.source, spec.source)
-        _registry[spec.id] = spec
+    ENVS.add(spec)
 
 
 def deregister(id: str) -> None:
     """Remove an id (mainly for tests and interactive sessions)."""
-    with _lock:
-        _registry.pop(id, None)
+    ENVS.remove(id)
 
 
 def spec(id: str) -> EnvSpec:
     """The spec registered under ``id``; unknown ids raise an error naming the closest ones."""
-    ensure_discovered()
-    try:
-        return _registry[id]
-    except KeyError:
-        member = _family_member(id)
-        if member is None:
-            raise UnknownEnvError(id, _registry) from None
-        return member
+    found = ENVS.find(id) or _family_member(id)
+    if found is None:
+        raise UnknownEnvError(id, ENVS.names())
+    return found
 
 
 def _family_member(id: str) -> EnvSpec | None:
@@ -186,7 +343,7 @@ def _family_member(id: str) -> EnvSpec | None:
     category, colon, rest = id.partition(":")
     if not colon or not rest:
         return None
-    for family in list(_registry.values()):
+    for family in ENVS.components():
         match = _FAMILY_PATTERN.match(family.id)
         if match and match.group(1) == category:
             return dataclasses.replace(family, id=id, kwargs={**family.kwargs, match.group(2): rest})
@@ -196,8 +353,7 @@ def _family_member(id: str) -> EnvSpec | None:
 def list_envs(pattern: str | None = None) -> list[EnvSpec]:
     """Registered specs sorted by id, optionally filtered by a glob or a case-insensitive
     substring of the id."""
-    ensure_discovered()
-    specs = sorted(_registry.values(), key=lambda s: s.id)
+    specs = ENVS.components()
     if not pattern:
         return specs
     if any(c in pattern for c in "*?["):
@@ -274,6 +430,35 @@ def _accepted_parameters(constructor: Callable[..., Env]) -> dict[str, object] |
     except TypeError:
         pass
     return result
+
+
+def get_wrapper(name: str) -> Any:
+    """The wrapper factory registered under ``name``."""
+    return WRAPPERS.get(name)
+
+
+def get_tool(name: str) -> Any:
+    """The tool factory registered under ``name``."""
+    return TOOLS.get(name)
+
+
+def get_estimator(name: str) -> Any:
+    """The advantage estimator registered under ``name`` (e.g. ``"rebn"``)."""
+    return ESTIMATORS.get(name)
+
+
+def get_command(name: str) -> Any:
+    """The ``gem`` command registered under ``name``."""
+    return COMMANDS.get(name)
+
+
+def apply_wrappers(env: Any, wrappers: Iterable[str | tuple[str, Mapping[str, Any]]]) -> Any:
+    """Wrap ``env`` with registered wrappers, innermost first; each item is a name or a
+    ``(name, options)`` pair."""
+    for item in wrappers:
+        name, options = (item, {}) if isinstance(item, str) else item
+        env = get_wrapper(name)(env, **options)
+    return env
 
 
 def _caller_module() -> str:

@@ -4,7 +4,7 @@ from gem_core import hookimpl
 
 
 @hookimpl
-def gem_register_adapters(register):
+def gem_register_commands(register):
     register("train", "gem_adapters.local.cli:train",
              description="Train a model on environments with multi-turn REINFORCE (ReBN by default), on one machine.")
     register("eval", "gem_adapters.local.cli:eval_command",

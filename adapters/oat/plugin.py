@@ -4,6 +4,6 @@ from gem_core import hookimpl
 
 
 @hookimpl
-def gem_register_adapters(register):
+def gem_register_commands(register):
     register("oat", "gem_adapters.oat.cli:oat",
              description="Print the oat command that trains on GEM environments.")

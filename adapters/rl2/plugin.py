@@ -4,6 +4,6 @@ from gem_core import hookimpl
 
 
 @hookimpl
-def gem_register_adapters(register):
+def gem_register_commands(register):
     register("rl2", "gem_adapters.rl2.cli:rl2",
              description="Write RL2 datasets and an environment file for GEM environments.")

@@ -4,6 +4,6 @@ from gem_core import hookimpl
 
 
 @hookimpl
-def gem_register_adapters(register):
+def gem_register_commands(register):
     register("roll", "gem_adapters.roll.cli:roll",
              description="Write a ROLL config for GEM environments.")

@@ -4,6 +4,6 @@ from gem_core import hookimpl
 
 
 @hookimpl
-def gem_register_adapters(register):
+def gem_register_commands(register):
     register("verl", "gem_adapters.verl.cli:verl",
              description="Write a verl config and dataset for GEM environments.")

@@ -121,7 +121,7 @@ def main() -> None:
         print("The reference implementation's terminal environment needs Docker and ships no task to measure.",
               file=sys.stderr)
         sys.exit(3)
-    from gem_core.tools.sandbox import Limits
+    from gem_core.sandbox.python import Limits
     from gem_envs.terminal.sandbox import TerminalSandbox
 
     limits = Limits(timeout=30.0, max_processes=64)

@@ -2,7 +2,7 @@
 
 Starting a sandbox and an interpreter costs far more than running a few tests, so each
 :class:`WarmSandbox` starts the harness (:mod:`gem_envs.code.harness`) once, in a bubblewrap
-sandbox made by :mod:`gem_core.tools.bubblewrap` (no network, read-only system, private /tmp, an
+sandbox made by :mod:`gem_core.sandbox.bubblewrap` (no network, read-only system, private /tmp, an
 unprivileged user with no capabilities, its own PID namespace), and sends it jobs. The harness
 never runs submitted code itself: every test runs in a child it forks, so each submission starts
 from the same clean state. After each submission the harness kills every process left in the
@@ -10,7 +10,7 @@ sandbox and empties its /tmp, so one submission cannot touch the next. A sandbox
 (killed by a test, stuck past its deadline) is thrown away and replaced.
 
 A :class:`SandboxPool` lends sandboxes to concurrent callers, one each, and keeps them for
-reuse (the lending is :class:`gem_core.tools.warm_pool.WarmPool`'s, shared with the Python tool).
+reuse (the lending is :class:`gem_core.sandbox.warm_pool.WarmPool`'s, shared with the Python tool).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ import time
 from typing import Any
 
 from gem_core.errors import GemError
-from gem_core.tools.warm_pool import MAX_SANDBOXES, WarmPool, launcher
+from gem_core.sandbox.warm_pool import MAX_SANDBOXES, WarmPool, launcher
 
 PROCESS_LIMIT = 64  # processes and threads of one sandbox (the harness, a test and its threads)
 OPEN_FILES = 256
@@ -67,7 +67,7 @@ class WarmSandbox:
     """One sandboxed harness in ``--serve`` mode."""
 
     def __init__(self, harness: str, python: str | None = None):
-        from gem_core.tools import bubblewrap
+        from gem_core.sandbox import bubblewrap
 
         interpreter = bubblewrap.interpreter(python or sys.executable)
         problem = bubblewrap.problem(interpreter)
@@ -165,7 +165,7 @@ class WarmSandbox:
 
 
 class SandboxPool(WarmPool[WarmSandbox]):
-    """Lends warm harness sandboxes (see :class:`gem_core.tools.warm_pool.WarmPool`)."""
+    """Lends warm harness sandboxes (see :class:`gem_core.sandbox.warm_pool.WarmPool`)."""
 
     def __init__(self, harness: str, python: str | None = None, max_sandboxes: int = MAX_SANDBOXES):
         super().__init__(self._new_sandbox, max_sandboxes=max_sandboxes, jobs_per_sandbox=JOBS_PER_SANDBOX)

@@ -1,7 +1,7 @@
 """Running a submission against its tests: all of them in one sandboxed process.
 
 The harness (:mod:`gem_envs.code.harness`) runs in a sandbox, warm (:mod:`gem_envs.code.pool`) or
-fresh (:func:`gem_core.tools.run_python`), and forks children that run the tests one after
+fresh (:func:`gem_core.sandbox.run_python`), and forks children that run the tests one after
 another; this module builds its job, reads its records, and judges stdio and call tests against
 expected values that never leave this process.
 """
@@ -162,7 +162,7 @@ def _never_preimport(name: str) -> bool:
 
 
 def sandbox_limits(problem: CodeProblem, limits: Limits) -> dict[str, Any]:
-    """Arguments of :func:`gem_core.tools.run_python` for the harness of ``problem``."""
+    """Arguments of :func:`gem_core.sandbox.run_python` for the harness of ``problem``."""
     output = sum(6 * test.job().get("max_output", 0) + REPORT_ALLOWANCE for test in problem.tests)
     return {
         "timeout": limits.total_timeout + STARTUP_ALLOWANCE,
@@ -177,13 +177,13 @@ def run_tests(problem: CodeProblem, program: str, limits: Limits = Limits(), *, 
 
     ``sandbox="warm"`` sends the job to a harness kept running in its sandbox (see
     :mod:`gem_envs.code.pool`); ``"fresh"`` starts a new sandbox for it with
-    :func:`gem_core.tools.run_python`. Where no sandbox can be made, this raises
-    :class:`gem_core.tools.SandboxUnavailableError`, unless ``allow_unsandboxed`` is True: then
+    :func:`gem_core.sandbox.run_python`. Where no sandbox can be made, this raises
+    :class:`gem_core.sandbox.SandboxUnavailableError`, unless ``allow_unsandboxed`` is True: then
     the tests run without isolation and the report says ``sandboxed=False``.
     """
     if sandbox not in SANDBOX_MODES:
         raise GemError(f"sandbox must be one of {', '.join(map(repr, SANDBOX_MODES))}, not {sandbox!r}.")
-    from gem_core.tools import run_python
+    from gem_core.sandbox import run_python
 
     job = build_job(problem, program, limits)
     if sandbox == "warm" and sandbox_works():
@@ -203,7 +203,7 @@ def run_tests(problem: CodeProblem, program: str, limits: Limits = Limits(), *, 
 @functools.cache
 def sandbox_works() -> bool:
     """Whether a bubblewrap sandbox can be made here (asked once per process)."""
-    from gem_core.tools import sandbox_problem
+    from gem_core.sandbox import sandbox_problem
 
     return sandbox_problem() is None
 
@@ -212,7 +212,7 @@ async def arun_tests(problem: CodeProblem, program: str, limits: Limits = Limits
                      allow_unsandboxed: bool = False) -> RunReport:
     """:func:`run_tests` for async callers: the tests run in a worker thread, so the event loop
     stays free and many submissions run at once."""
-    from gem_core.tools.base import tool_threads
+    from gem_core.sandbox.threads import tool_threads
 
     call = functools.partial(run_tests, problem, program, limits, sandbox=sandbox,
                              allow_unsandboxed=allow_unsandboxed)
@@ -220,7 +220,7 @@ async def arun_tests(problem: CodeProblem, program: str, limits: Limits = Limits
 
 
 def judge(tests: Sequence[Test], result: Any) -> RunReport:
-    """Outcomes from a one-off harness run (a :class:`gem_core.tools.PythonResult`)."""
+    """Outcomes from a one-off harness run (a :class:`gem_core.sandbox.PythonResult`)."""
     records = []
     for line in result.stdout.splitlines():
         try:

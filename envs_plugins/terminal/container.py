@@ -35,7 +35,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from gem_core.errors import GemError
-from gem_core.tools.sandbox import Limits
+from gem_core.sandbox.python import Limits
 
 from gem_envs.terminal.pytest_kit import cache_root
 from gem_envs.terminal.sandbox import _LOADER, LOGS_DIR, TESTS_DIR, ShellSandbox

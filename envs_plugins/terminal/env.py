@@ -26,7 +26,7 @@ from typing import Any
 
 from gem_core.core import Env
 from gem_core.errors import GemError
-from gem_core.tools.sandbox import Limits, SandboxError
+from gem_core.sandbox.python import Limits, SandboxError
 
 from gem_envs.terminal import pytest_kit
 from gem_envs.terminal.sandbox import LOGS_DIR, TESTS_DIR, CommandResult, ShellSandbox, TerminalSandbox, tar_archive

@@ -1,6 +1,6 @@
 """A bubblewrap sandbox holding a persistent shell, driven from the host.
 
-The sandbox is the project's bubblewrap sandbox (:mod:`gem_core.tools.bubblewrap`: no network,
+The sandbox is the project's bubblewrap sandbox (:mod:`gem_core.sandbox.bubblewrap`: no network,
 read-only system, private ``/tmp``, unprivileged user, resource limits) with three more private,
 writable, size-limited directories: the workspace (``/app`` unless a task says otherwise),
 ``/tests`` and ``/logs``, empty until grading fills them. Inside runs
@@ -25,9 +25,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from gem_core.tools import bubblewrap
-from gem_core.tools.bubblewrap import SandboxConfigError, SandboxError, SandboxUnavailableError
-from gem_core.tools.sandbox import SET_LIMITS, Limits
+from gem_core.sandbox import bubblewrap
+from gem_core.sandbox.bubblewrap import SandboxConfigError, SandboxError, SandboxUnavailableError
+from gem_core.sandbox.python import SET_LIMITS, Limits
 
 TESTS_DIR = "/tests"
 LOGS_DIR = "/logs"

@@ -14,7 +14,7 @@ from typing import Any
 
 from gem_core.core import Env, ResetResult, StepResult
 from gem_core.images import IMAGE
-from gem_core.wrappers.base import ResultWrapper
+from gem_core.core import ResultWrapper
 
 from gem_envs.vision.draw import INK, canvas, font
 

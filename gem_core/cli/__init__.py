@@ -1,7 +1,7 @@
 """The ``gem`` command.
 
 Subcommands are imported only when run, so ``gem --help`` stays fast. Trainer adapters add their
-own subcommands through the ``gem_register_adapters`` hook.
+own subcommands through the ``gem_register_commands`` hook.
 """
 
 from __future__ import annotations
@@ -27,9 +27,9 @@ class LazyGroup(click.Group):
     """A group whose subcommands are imported on use: the built-in ones and one per adapter."""
 
     def _table(self) -> dict[str, tuple[str, str]]:
-        from gem_core.components import ADAPTERS
+        from gem_core.registry import COMMANDS
 
-        table = {c.name: (c.target, c.description) for c in ADAPTERS.components()}
+        table = {c.name: (c.target, c.description) for c in COMMANDS.components()}
         table.update(BUILTIN_COMMANDS)
         return table
 

@@ -15,7 +15,7 @@ from gem_core.tools.base import Tool, ToolCall, ToolConfigError, ToolOutput
 from gem_core.tools.mcp_tool import MCPTool
 from gem_core.tools.python_tool import PythonTool
 from gem_core.tools.retrieval import SAMPLE_CORPUS, Bm25Index, HttpRetriever, Passage, load_corpus
-from gem_core.tools.sandbox import (
+from gem_core.sandbox import (
     PythonResult,
     SandboxConfigError,
     SandboxError,
@@ -49,3 +49,13 @@ __all__ = [
     "run_python",
     "sandbox_problem",
 ]
+
+_MOVED_TO_SANDBOX = ("bubblewrap", "sandbox", "warm_pool", "warm_python")
+
+
+def __getattr__(name: str):
+    if name in _MOVED_TO_SANDBOX:  # gem_core.tools.sandbox and co. without an import of their own
+        import importlib
+
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -8,13 +8,11 @@ async code) and answers with an observation for the model (:class:`ToolOutput`).
 from __future__ import annotations
 
 import asyncio
-import functools
-import os
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
 from gem_core.errors import GemError
+from gem_core.sandbox.threads import tool_threads
 
 
 class ToolConfigError(GemError, ValueError):
@@ -113,15 +111,6 @@ class Tool:
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name!r}>"
-
-
-@functools.lru_cache(maxsize=1)
-def tool_threads() -> ThreadPoolExecutor:
-    """The thread pool in which blocking tools run for async callers (shared, 64 threads)."""
-    return ThreadPoolExecutor(max_workers=64, thread_name_prefix="gem-tool")
-
-
-os.register_at_fork(after_in_child=tool_threads.cache_clear)  # a forked child has none of its threads
 
 
 def find_block(action: str, opener: str, closer: str) -> tuple[int, int, str] | None:

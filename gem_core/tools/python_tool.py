@@ -9,7 +9,7 @@ import textwrap
 from typing import Any
 
 from gem_core.tools.base import Tool, ToolCall, ToolConfigError, ToolOutput, find_block
-from gem_core.tools.sandbox import PythonResult, SandboxUnavailableError, run_python, sandbox_problem
+from gem_core.sandbox import PythonResult, SandboxUnavailableError, run_python, sandbox_problem
 
 _FENCE_OPENER = re.compile(r"```[ \t]*(?:python3?|py)(?![\w.+-])[ \t]*\n?", re.IGNORECASE)
 _SIGNAL_NOTES = {

@@ -1,22 +1,31 @@
 """Wrappers that ship with GEM, and wrapper chains given by name.
 
 Registered names (``gem_core.get_wrapper(name)``): ``concat``, ``concat_with_action``,
-``concat_chat``, ``concat_chat_on_reset`` (see :mod:`gem_core.wrappers.observation`) and
+``concat_chat``, ``concat_chat_on_reset`` (:class:`HistoryWrapper`, see
+:mod:`gem_core.wrappers.observation`) and
 ``episode_tracking`` (see :mod:`gem_core.wrappers.episode_tracking`).
 """
 
-from gem_core.wrappers.base import ResultWrapper
+from gem_core.core import ResultWrapper
 from gem_core.wrappers.chain import chain_factory, parse_wrappers, wrap, wrapper_option_names
 from gem_core.wrappers.episode_tracking import EpisodeTrackingWrapper
-from gem_core.wrappers.observation import FORMATS, ObservationWrapper
+from gem_core.wrappers.observation import FORMATS, HistoryWrapper
 
 __all__ = [
     "FORMATS",
     "EpisodeTrackingWrapper",
-    "ObservationWrapper",
+    "HistoryWrapper",
     "ResultWrapper",
     "chain_factory",
     "parse_wrappers",
     "wrap",
     "wrapper_option_names",
 ]
+
+
+def __getattr__(name: str):
+    if name == "ObservationWrapper":  # the former name of HistoryWrapper, with a DeprecationWarning
+        from gem_core.wrappers import observation
+
+        return observation.__getattr__(name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

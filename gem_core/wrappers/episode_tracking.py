@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from gem_core.core import Env, ResetResult, StepResult
-from gem_core.wrappers.base import ResultWrapper
+from gem_core.core import ResultWrapper
 
 
 class EpisodeTrackingWrapper(ResultWrapper):

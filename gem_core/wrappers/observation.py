@@ -26,20 +26,20 @@ the wrapper's ``info["images"]`` holds every image of the observation it returns
 from __future__ import annotations
 
 import functools
+import warnings
 from collections import deque
 from typing import Any
 
-from gem_core.core import Env, ResetResult, StepResult
+from gem_core.core import Env, ResetResult, ResultWrapper, StepResult
 from gem_core.errors import GemError, MissingDependencyError
 from gem_core.images import chat_message, images_of
-from gem_core.wrappers.base import ResultWrapper
 
 FORMATS = ("concat", "concat_with_action", "concat_chat", "concat_chat_on_reset")
 #: An observation as the agent saw it: (text piece, chat message content, role, images).
 Seen = tuple[str, str, str, list[Any]]
 
 
-class ObservationWrapper(ResultWrapper):
+class HistoryWrapper(ResultWrapper):
     """Rewrites each observation as the episode so far, in one of :data:`FORMATS`.
 
     ``tokenizer`` (required by the chat formats) is an object with ``apply_chat_template``, such
@@ -108,25 +108,25 @@ class ObservationWrapper(ResultWrapper):
                            f"{type(e).__name__}: {e}") from e
 
 
-def concat(env: Env, *, max_history_length: int | None = None) -> ObservationWrapper:
+def concat(env: Env, *, max_history_length: int | None = None) -> HistoryWrapper:
     """Every observation so far, one after another."""
-    return ObservationWrapper(env, "concat", max_history_length=max_history_length)
+    return HistoryWrapper(env, "concat", max_history_length=max_history_length)
 
 
-def concat_with_action(env: Env, *, max_history_length: int | None = None) -> ObservationWrapper:
+def concat_with_action(env: Env, *, max_history_length: int | None = None) -> HistoryWrapper:
     """Observations and actions so far, alternating."""
-    return ObservationWrapper(env, "concat_with_action", max_history_length=max_history_length)
+    return HistoryWrapper(env, "concat_with_action", max_history_length=max_history_length)
 
 
-def concat_chat(env: Env, *, tokenizer: Any = None, max_history_length: int | None = None) -> ObservationWrapper:
+def concat_chat(env: Env, *, tokenizer: Any = None, max_history_length: int | None = None) -> HistoryWrapper:
     """The episode so far as chat messages rendered with ``tokenizer``'s chat template."""
-    return ObservationWrapper(env, "concat_chat", tokenizer=tokenizer, max_history_length=max_history_length)
+    return HistoryWrapper(env, "concat_chat", tokenizer=tokenizer, max_history_length=max_history_length)
 
 
 def concat_chat_on_reset(env: Env, *, tokenizer: Any = None,
-                         max_history_length: int | None = None) -> ObservationWrapper:
+                         max_history_length: int | None = None) -> HistoryWrapper:
     """The first observation through the chat template, then actions and observations as text."""
-    return ObservationWrapper(env, "concat_chat_on_reset", tokenizer=tokenizer,
+    return HistoryWrapper(env, "concat_chat_on_reset", tokenizer=tokenizer,
                               max_history_length=max_history_length)
 
 
@@ -184,3 +184,17 @@ def load_tokenizer(name_or_path: str) -> Any:
         return AutoTokenizer.from_pretrained(name_or_path)
     except (OSError, ValueError) as e:
         raise GemError(f"Cannot load a tokenizer from {name_or_path!r}: {e}") from e
+
+
+_warned_once = False
+
+
+def __getattr__(name: str) -> Any:
+    if name == "ObservationWrapper":  # the former name, kept for one release
+        global _warned_once
+        if not _warned_once:
+            _warned_once = True
+            warnings.warn("gem_core.ObservationWrapper is now HistoryWrapper (the name ObservationWrapper "
+                          "goes in the next release)", DeprecationWarning, stacklevel=2)
+        return HistoryWrapper
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -9,7 +9,7 @@ import asyncio
 import psutil
 import pytest
 
-import gem_core.tools
+import gem_core.sandbox
 from gem_envs.code import pool
 from gem_envs.code import runner
 from gem_envs.code.runner import Limits, imported_modules
@@ -50,8 +50,8 @@ def outcome_statuses(program: str, problem: CodeProblem = SUM, limits: Limits = 
 
 def test_correct_program_passes_every_test_in_one_sandboxed_process(monkeypatch):
     started = []  # sandboxes started: fresh ones by run_python, warm ones by the pool
-    fresh, warm = gem_core.tools.run_python, pool.WarmSandbox.__init__
-    monkeypatch.setattr(gem_core.tools, "run_python", lambda *a, **k: started.append(1) or fresh(*a, **k))
+    fresh, warm = gem_core.sandbox.run_python, pool.WarmSandbox.__init__
+    monkeypatch.setattr(gem_core.sandbox, "run_python", lambda *a, **k: started.append(1) or fresh(*a, **k))
     monkeypatch.setattr(pool.WarmSandbox, "__init__", lambda *a, **k: started.append(1) or warm(*a, **k))
     for submissions in (1, 2):
         report = run_tests(SUM, "a, b = map(int, input().split())\nprint(a + b)", FAST)

@@ -10,7 +10,7 @@ import gem_core
 
 CORE = Path(gem_core.__file__).parent
 #: Lowest first: each may import only modules listed before it.
-LAYERS = ("errors", "lookup", "core", "hookspecs", "components", "registry", "plugins")
+LAYERS = ("errors", "core", "hookspecs", "registry", "components", "plugins")
 
 
 def gem_core_imports(module: str) -> set[str]:

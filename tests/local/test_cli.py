@@ -22,7 +22,7 @@ def test_both_commands_are_registered_through_the_plugin_hook():
     assert "train" in listing.stdout and "eval" in listing.stdout
     plugins = json.loads(gem_command("plugins", "--json").stdout)
     local = next(p for p in plugins if p["name"] == "local")
-    assert sorted(local["registered"]["adapters"]) == ["eval", "train"]
+    assert sorted(local["registered"]["commands"]) == ["eval", "train"]
 
 
 def test_help_documents_the_flags():

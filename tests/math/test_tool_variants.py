@@ -3,7 +3,7 @@
 import pytest
 
 import gem_core
-from gem_core.tools.sandbox import sandbox_problem
+from gem_core.sandbox.python import sandbox_problem
 from gem_envs.math.plugin import TOOL_WRAPPER
 from tests.helpers import REPO
 

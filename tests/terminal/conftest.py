@@ -6,7 +6,7 @@ import shutil
 
 import pytest
 
-from gem_core.tools import sandbox_problem
+from gem_core.sandbox import sandbox_problem
 from tests.tools.conftest import descendants, wait_until_gone
 
 collect_ignore_glob = ["public_tasks/*", "container_tasks/*"]  # task folders: their tests run inside tasks

@@ -230,7 +230,7 @@ def test_a_task_folder_the_sandbox_could_see_is_hidden(sandbox):
     import sys
     from pathlib import Path
 
-    from gem_core.tools.sandbox import Limits
+    from gem_core.sandbox.python import Limits
     from gem_envs.terminal.sandbox import TerminalSandbox
 
     # The sandbox around this interpreter shows its prefix, as it would show a package installed in /usr.
@@ -238,7 +238,7 @@ def test_a_task_folder_the_sandbox_could_see_is_hidden(sandbox):
     (folder / "tests").mkdir(parents=True)
     (folder / "tests" / "test_outputs.py").write_text("SECRET = 42\n")
     try:
-        from gem_core.tools import bubblewrap
+        from gem_core.sandbox import bubblewrap
 
         seen_at = bubblewrap.interpreter(sys.executable).inside(str(folder))  # elsewhere when under /tmp
         check = f"cat {seen_at}/tests/test_outputs.py"

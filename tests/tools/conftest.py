@@ -9,8 +9,8 @@ import time
 
 import pytest
 
-from gem_core.tools import sandbox_problem
-from gem_core.tools.warm_python import close_warm_sandboxes
+from gem_core.sandbox import sandbox_problem
+from gem_core.sandbox.warm_python import close_warm_sandboxes
 
 #: Processes started by module-scoped fixtures (servers), which outlive single tests on purpose.
 FIXTURE_PIDS: set[int] = set()

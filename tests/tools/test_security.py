@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from gem_core.tools import run_python
+from gem_core.sandbox import run_python
 
 from .conftest import processes_matching
 
@@ -261,7 +261,7 @@ def test_the_program_runs_as_an_unprivileged_user_without_capabilities():
 
 
 def test_consecutive_calls_cannot_see_each_others_files_environment_state_or_processes():
-    from gem_core.tools import warm_python
+    from gem_core.sandbox import warm_python
 
     warm_python.close_warm_sandboxes()  # a sandbox of this test's own, to count its calls
     token = f"{time.time_ns() % 10**6}.4343"

@@ -12,7 +12,7 @@ import pytest
 import gem_core
 from gem_core import Wrapper
 from gem_core.vector import FAULT, AsyncVectorEnv, execution_kind
-from gem_core.wrappers import ObservationWrapper
+from gem_core.wrappers import HistoryWrapper
 from tests.vector.envs import AsyncMeeting, Countdown, MeetingPoint, NativeAsync, Sleepy
 
 
@@ -26,7 +26,7 @@ def test_execution_kind():
     assert execution_kind(Sleepy()) == "thread"
     assert execution_kind(Wrapper(Sleepy())) == "thread"
     assert execution_kind(NativeAsync()) == "await"
-    assert execution_kind(ObservationWrapper(NativeAsync(), "concat")) == "await"  # passes async through
+    assert execution_kind(HistoryWrapper(NativeAsync(), "concat")) == "await"  # passes async through
     assert execution_kind(SyncOnlyWrapper(NativeAsync())) == "thread"  # would hide the async methods
 
 

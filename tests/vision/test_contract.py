@@ -11,7 +11,7 @@ import pytest
 
 from gem_core import Env, GemError
 from gem_core.images import IMAGE, chat_message, content_parts, message_images, openai_message
-from gem_core.wrappers import ObservationWrapper
+from gem_core.wrappers import HistoryWrapper
 
 PIL = pytest.importorskip("PIL.Image")
 
@@ -73,7 +73,7 @@ def test_openai_message_sends_images_as_png_data_urls():
 
 @pytest.mark.parametrize("format", ["concat", "concat_with_action"])
 def test_text_formats_keep_placeholders_and_carry_every_image(format):
-    env = ObservationWrapper(ShowColour(), format)
+    env = HistoryWrapper(ShowColour(), format)
     observation, info = env.reset(seed=0)
     assert observation.count(IMAGE) == 1 and colours(info["images"]) == [RGB["red"]]
     observation, _, _, _, info = env.step("red")
@@ -81,7 +81,7 @@ def test_text_formats_keep_placeholders_and_carry_every_image(format):
 
 
 def test_a_bounded_history_drops_the_images_of_dropped_turns():
-    env = ObservationWrapper(ShowColour(), "concat_with_action", max_history_length=1)
+    env = HistoryWrapper(ShowColour(), "concat_with_action", max_history_length=1)
     env.reset(seed=0)
     env.step("red")
     observation, _, _, _, info = env.step("green")
@@ -94,12 +94,12 @@ def test_text_only_observations_keep_their_info_untouched():
         def _show(self):
             return "no picture", {"k": 1}
 
-    info = ObservationWrapper(Plain(), "concat")
+    info = HistoryWrapper(Plain(), "concat")
     assert "images" not in info.reset(seed=0)[1]
 
 
 def test_concat_chat_renders_images_through_a_real_processor(processor):
-    env = ObservationWrapper(ShowColour(), "concat_chat", tokenizer=processor)
+    env = HistoryWrapper(ShowColour(), "concat_chat", tokenizer=processor)
     env.reset(seed=0)
     prompt, _, _, _, info = env.step("It is red.")
     assert prompt == ("<|im_start|>User: Turn 0: <image> Which colour?<end_of_utterance>\n"
@@ -123,7 +123,7 @@ def test_processor_reads_the_image_parts_of_chat_message_directly(processor):
 
 
 def test_concat_chat_on_reset_renders_the_first_image_as_a_part(processor):
-    env = ObservationWrapper(ShowColour(), "concat_chat_on_reset", tokenizer=processor)
+    env = HistoryWrapper(ShowColour(), "concat_chat_on_reset", tokenizer=processor)
     first, info = env.reset(seed=0)
     assert first.count("<image>") == 1 and len(info["images"]) == 1
     observation, _, _, _, info = env.step("red")

@@ -6,7 +6,8 @@ import pytest
 
 import gem_core
 from gem_core import Env, GemError
-from gem_core.wrappers import ObservationWrapper, wrap
+from gem_core.wrappers import HistoryWrapper, wrap
+from tests.helpers import run_python
 
 SYSTEM = "<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging Face<|im_end|>\n"
 
@@ -39,7 +40,7 @@ def run(wrapper, actions=("a1", "a2", "a3")):
 
 
 def test_concat():
-    assert run(ObservationWrapper(Script(steps=STEPS), "concat")) == [
+    assert run(HistoryWrapper(Script(steps=STEPS), "concat")) == [
         "task\nGo.",
         "task\nGo.\none\nGo.",
         "task\nGo.\none\nGo.\ntwo\n",
@@ -48,7 +49,7 @@ def test_concat():
 
 
 def test_concat_with_action():
-    assert run(ObservationWrapper(Script(steps=STEPS), "concat_with_action")) == [
+    assert run(HistoryWrapper(Script(steps=STEPS), "concat_with_action")) == [
         "task\nGo.",
         "task\nGo.\na1\none\nGo.",
         "task\nGo.\na1\none\nGo.\na2\ntwo\n",
@@ -57,9 +58,9 @@ def test_concat_with_action():
 
 
 def test_max_history_length_keeps_the_task_and_the_last_turns():
-    with_actions = ObservationWrapper(Script(steps=STEPS), "concat_with_action", max_history_length=1)
+    with_actions = HistoryWrapper(Script(steps=STEPS), "concat_with_action", max_history_length=1)
     assert run(with_actions)[-2:] == ["task\nGo.\na2\ntwo\n", "task\nGo.\na3\nthree\n"]
-    plain = ObservationWrapper(Script(steps=STEPS), "concat", max_history_length=2)
+    plain = HistoryWrapper(Script(steps=STEPS), "concat", max_history_length=2)
     assert run(plain)[-1] == "task\nGo.\ntwo\nthree\n"
     assert run(with_actions)[0] == "task\nGo."  # a new episode forgets the old one
 
@@ -67,7 +68,7 @@ def test_max_history_length_keeps_the_task_and_the_last_turns():
 def test_prefix_use_tool_and_parsed_action():
     steps = [("result 42", {"use_tool": True, "parsed_action": "<python>6*7</python>"}),
              ("done", {"prefix": "NOTE: "})]
-    wrapper = ObservationWrapper(Script(("task", {}), steps), "concat_with_action")
+    wrapper = HistoryWrapper(Script(("task", {}), steps), "concat_with_action")
     assert run(wrapper, ["think... <python>6*7</python> more", "x"]) == [
         "task\n",
         "task\n<python>6*7</python>\nresult 42\n",
@@ -76,7 +77,7 @@ def test_prefix_use_tool_and_parsed_action():
 
 
 def test_concat_chat_with_a_real_chat_template(smollm2_tokenizer):
-    wrapper = ObservationWrapper(Script(steps=STEPS), "concat_chat", tokenizer=smollm2_tokenizer)
+    wrapper = HistoryWrapper(Script(steps=STEPS), "concat_chat", tokenizer=smollm2_tokenizer)
     observations = run(wrapper, ["a1", "a2"])
     assert observations == [
         SYSTEM + "<|im_start|>user\ntask\nGo.<|im_end|>\n<|im_start|>assistant\n",
@@ -90,7 +91,7 @@ def test_concat_chat_with_a_real_chat_template(smollm2_tokenizer):
 
 def test_concat_chat_tool_messages_and_history_limit(smollm2_tokenizer):
     steps = [("result 42", {"use_tool": True}), ("fine", {})]
-    wrapper = ObservationWrapper(Script(("task", {}), steps), "concat_chat", tokenizer=smollm2_tokenizer,
+    wrapper = HistoryWrapper(Script(("task", {}), steps), "concat_chat", tokenizer=smollm2_tokenizer,
                                  max_history_length=1)
     first, tool, last = run(wrapper, ["call", "answer"])
     assert tool.endswith("<|im_start|>assistant\ncall<|im_end|>\n<|im_start|>tool\nresult 42<|im_end|>\n"
@@ -100,7 +101,7 @@ def test_concat_chat_tool_messages_and_history_limit(smollm2_tokenizer):
 
 
 def test_concat_chat_on_reset(smollm2_tokenizer):
-    wrapper = ObservationWrapper(Script(steps=STEPS), "concat_chat_on_reset", tokenizer=smollm2_tokenizer)
+    wrapper = HistoryWrapper(Script(steps=STEPS), "concat_chat_on_reset", tokenizer=smollm2_tokenizer)
     head = SYSTEM + "<|im_start|>user\ntask\nGo.<|im_end|>\n<|im_start|>assistant\n"
     assert run(wrapper, ["a1", "a2"]) == [
         SYSTEM + "<|im_start|>user\ntask\nGo.<|im_end|>\n<|im_start|>assistant\n",
@@ -110,8 +111,8 @@ def test_concat_chat_on_reset(smollm2_tokenizer):
 
 
 def test_tokenizer_by_path_and_through_make_vec(smollm2_tokenizer, smollm2_tokenizer_dir):
-    by_path = ObservationWrapper(Script(steps=STEPS), "concat_chat", tokenizer=str(smollm2_tokenizer_dir))
-    by_object = ObservationWrapper(Script(steps=STEPS), "concat_chat", tokenizer=smollm2_tokenizer)
+    by_path = HistoryWrapper(Script(steps=STEPS), "concat_chat", tokenizer=str(smollm2_tokenizer_dir))
+    by_object = HistoryWrapper(Script(steps=STEPS), "concat_chat", tokenizer=smollm2_tokenizer)
     assert run(by_path) == run(by_object)
     with gem_core.make_vec("game:GuessTheNumber-v0-hard", 2, wrappers="concat_chat,episode_tracking",
                            wrapper_options={"tokenizer": smollm2_tokenizer}) as vec:
@@ -141,7 +142,7 @@ class NoTemplate:
 ])
 def test_bad_options_raise_clear_errors(kwargs, message):
     with pytest.raises(GemError, match=message):
-        ObservationWrapper(Script(), **kwargs)
+        HistoryWrapper(Script(), **kwargs)
 
 
 class AsyncScript(Script):
@@ -194,3 +195,24 @@ def test_tool_results_are_shown_in_the_history_as_they_were_seen(format, smollm2
         assert observation.startswith(seen.removesuffix("<|im_start|>assistant\n")), (seen, observation)
         seen = observation
     assert "42" in seen and "4\n" in seen
+
+
+def test_the_former_name_observation_wrapper_is_history_wrapper_and_warns_once():
+    result = run_python("""
+        import warnings, gem_core
+        from gem_core.wrappers import HistoryWrapper
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            from gem_core.wrappers import ObservationWrapper
+            again = gem_core.ObservationWrapper
+        deprecations = [str(w.message) for w in caught if w.category is DeprecationWarning]
+        print(ObservationWrapper is HistoryWrapper is again, len(deprecations), "HistoryWrapper" in deprecations[0])
+    """)
+    assert result.stdout.split() == ["True", "1", "True"], result.stdout + result.stderr
+
+
+def test_the_wrapper_bases_sit_next_to_wrapper():
+    from gem_core.wrappers import EpisodeTrackingWrapper
+
+    assert gem_core.ResultWrapper.__module__ == "gem_core.core" and issubclass(gem_core.ResultWrapper, gem_core.Wrapper)
+    assert issubclass(gem_core.HistoryWrapper, gem_core.ResultWrapper) and issubclass(EpisodeTrackingWrapper, gem_core.ResultWrapper)

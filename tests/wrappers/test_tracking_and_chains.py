@@ -5,7 +5,7 @@ import pytest
 import gem_core
 from gem_core import GemError
 from gem_core.components import WRAPPERS
-from gem_core.wrappers import EpisodeTrackingWrapper, ObservationWrapper, parse_wrappers, wrap, wrapper_option_names
+from gem_core.wrappers import EpisodeTrackingWrapper, HistoryWrapper, parse_wrappers, wrap, wrapper_option_names
 from tests.wrappers.test_observation import STEPS, Script
 
 
@@ -41,7 +41,7 @@ def test_parse_wrappers():
 
 def test_chains_apply_innermost_first_with_shared_and_own_options():
     env = wrap(Script(steps=STEPS), "concat_with_action,episode_tracking", max_history_length=1)
-    assert isinstance(env, EpisodeTrackingWrapper) and isinstance(env.env, ObservationWrapper)
+    assert isinstance(env, EpisodeTrackingWrapper) and isinstance(env.env, HistoryWrapper)
     assert env.env.max_history_length == 1
     env = wrap(Script(steps=STEPS), [("concat", {"max_history_length": 2}), "episode_tracking"])
     assert env.env.format == "concat" and env.env.max_history_length == 2
