@@ -1,4 +1,4 @@
-"""Reproduce two claims of the GEM paper at small scale with the built-in trainer.
+"""Reproduce three claims of the GEM paper at small scale with the built-in trainer and TRL.
 
 1. ReBN beats vanilla REINFORCE: success rate over training steps on an easy game
    (game:GuessTheNumber-v0-easy), same model, seeds and settings, only the estimator differs.
@@ -7,7 +7,15 @@
    turns, as in the paper; ``cpu`` preset: the easy game, 1-10 in up to 4 turns, since an
    episode of 20 turns costs minutes per step on a CPU).
 
-Every run is `gem train` (the same Trainer class) with SmolLM2-135M-Instruct by default, over
+3. The same environment, estimator and model give matching learning curves through two
+   frameworks (``frameworks`` preset): `gem train` and TRL's GRPOTrainer with GEM's adapter,
+   both with ReBN (gamma 0.9), SmolLM2 with LoRA (rank 16, learning rate 1e-3), 14 steps of 16
+   episodes (8 starts x 2) and 16 tokens per turn on the easy game; the curves should agree
+   within the spread across seeds. The frameworks differ where they are meant to: `gem train`
+   shows the episode so far in one prompt (its concat_chat wrapper), TRL keeps the conversation
+   as chat turns. Needs the ``trl`` extra.
+
+Every other run is `gem train` (the same Trainer class) with SmolLM2-135M-Instruct by default, over
 several seeds. The ``cpu`` preset is `gem train`'s default run (14 steps of 16 episodes, about
 five minutes each on 2 cores); a run that two experiments share (ReBN with gamma 0.9 on the easy
 game) is played once. The ``gpu`` preset is the paper's scale, small.
@@ -15,13 +23,14 @@ game) is played once. The ``gpu`` preset is the paper's scale, small.
     python scripts/reproduce_paper.py                      # the preset for this machine, seeds 0 1 2
     python scripts/reproduce_paper.py --preset gpu --seeds 0 1 2 3
     python scripts/reproduce_paper.py --preset vision --model ~/models/SmolVLM-256M-Instruct
+    python scripts/reproduce_paper.py --preset frameworks  # gem train vs TRL, seeds 0 1 2 (CPU)
 
 The ``vision`` preset trains a vision-language model (a local folder saved with its processor)
 with ReBN on a generated visual task (vision:Geometry-v0), at the ``gpu`` preset's size.
 
 For each claim it prints, per arm, the metric over the last steps of each seed, their mean and
 spread, and whether the arms separate beyond the noise across seeds (every seed of the arm the
-paper favours beats every seed of the other). Under --out it writes the runs, ``claims.json``,
+paper favours beats every seed of the other; for the frameworks, whether they do not). Under --out it writes the runs, ``claims.json``,
 ``claims.csv`` and ``claims.png`` (each seed's curve and the mean).
 """
 
@@ -46,12 +55,14 @@ PRESETS: dict[str, dict[str, Any]] = {
     "cpu": {"steps": 14, "episodes_per_step": 16, "max_new_tokens": 16, "max_prompt_tokens": 1024},
     "gpu": {"steps": 40, "episodes_per_step": 64, "max_new_tokens": 256, "max_prompt_tokens": 2048},
     "vision": {"steps": 40, "episodes_per_step": 64, "max_new_tokens": 256, "max_prompt_tokens": 2048},
+    "frameworks": {"steps": 14, "episodes_per_step": 16, "max_new_tokens": 16, "max_prompt_tokens": 1024},
 }
 #: The game of the gamma experiment, per preset.
-GAMMA_GAME = {"cpu": EASY_GAME, "gpu": LONG_GAME, "vision": LONG_GAME}
+GAMMA_GAME = {"cpu": EASY_GAME, "gpu": LONG_GAME, "vision": LONG_GAME, "frameworks": EASY_GAME}
 
 #: experiment -> (environment, or None for the preset's gamma game; metric; the arm the paper
-#: favours is "higher" or "lower" on it; {arm label: settings}, the favoured arm first)
+#: favours is "higher" or "lower" on it, or "same" when the arms should agree; {arm label:
+#: settings}, the favoured arm first; settings with "framework": "trl" run through TRL)
 EXPERIMENTS: dict[str, tuple[str | None, str, str, dict[str, dict[str, Any]]]] = {
     "rebn_vs_reinforce": (EASY_GAME, "success_rate", "higher", {
         "ReBN": {"estimator": "rebn", "gamma": 0.9},
@@ -64,11 +75,16 @@ EXPERIMENTS: dict[str, tuple[str | None, str, str, dict[str, dict[str, Any]]]] =
     "vision": (VISUAL_TASK, "success_rate", "higher", {
         "ReBN": {"estimator": "rebn", "gamma": 0.9},
     }),
+    "frameworks": (EASY_GAME, "success_rate", "same", {
+        "gem train": {"estimator": "rebn", "gamma": 0.9, "group_size": 2},
+        "TRL": {"estimator": "rebn", "gamma": 0.9, "group_size": 2, "framework": "trl"},
+    }),
 }
 #: What each preset runs unless --only says otherwise.
 PRESET_EXPERIMENTS = {"cpu": ("rebn_vs_reinforce", "gamma"), "gpu": ("rebn_vs_reinforce", "gamma"),
-                      "vision": ("vision",)}
-TITLES = {"rebn_vs_reinforce": "ReBN vs REINFORCE", "gamma": "discount and episode length", "vision": "vision"}
+                      "vision": ("vision",), "frameworks": ("frameworks",)}
+TITLES = {"rebn_vs_reinforce": "ReBN vs REINFORCE", "gamma": "discount and episode length", "vision": "vision",
+          "frameworks": "gem train vs TRL"}
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -114,9 +130,17 @@ def run_experiments(args: argparse.Namespace) -> dict[str, Any]:
         for label, settings in arms.items():
             seeds = {}
             for seed in args.seeds:
-                key = (env_id, settings["estimator"], settings["gamma"], seed)
+                key = (env_id, tuple(sorted(settings.items())), seed)
                 if key not in played:
                     run = f"{env_id.replace(':', '-')}-{settings['estimator']}-gamma{settings['gamma']}-seed{seed}"
+                    if "group_size" in settings:
+                        run += f"-group{settings['group_size']}"
+                    if settings.get("framework") == "trl":
+                        folder = args.out / "runs" / f"trl-{run}"
+                        print(f"== {name}: {label}, seed {seed} -> {folder}", flush=True)
+                        played[key] = trl_run(env_id, settings, preset, seed, folder, args.model)
+                        seeds[str(seed)] = played[key]
+                        continue
                     folder = args.out / "runs" / run
                     config = build_config({**preset, **settings, "envs": [env_id], "model": args.model,
                                            "seed": seed, "output_dir": str(folder)})
@@ -130,6 +154,43 @@ def run_experiments(args: argparse.Namespace) -> dict[str, Any]:
             experiment["runs"][label] = seeds
         results["experiments"][name] = experiment
     return results
+
+
+def trl_run(env_id: str, settings: dict[str, Any], preset: dict[str, Any], seed: int, folder: Path,
+            model: str) -> list[dict[str, Any]]:
+    """One run of TRL's GRPOTrainer with GEM's adapter, at the preset's budget and with `gem
+    train`'s LoRA defaults; returns one record per step, named as `gem train` names them."""
+    from datasets import Dataset
+    from peft import LoraConfig
+    from trl import GRPOConfig
+
+    from gem_adapters.common.dataset import alternating_starts, first_observation
+    from gem_adapters.common.options import EpisodeOptions
+    from gem_adapters.local.config import LORA_LR
+    from gem_adapters.trl.config import dataset_row
+    from gem_adapters.trl.train import model_path
+    from gem_adapters.trl.trainer import GemGRPOTrainer
+
+    group = settings["group_size"]
+    starts = alternating_starts([env_id], 1_000_003 * (seed + 1), preset["steps"] * preset["episodes_per_step"] // group)
+    rows = [dataset_row(e, s, i, "train", first_observation(e, s, EpisodeOptions()))
+            for i, (e, s) in enumerate(starts)]
+    args = GRPOConfig(output_dir=str(folder), use_cpu=True, bf16=False, fp16=False, seed=seed,
+                      per_device_train_batch_size=preset["episodes_per_step"], num_generations=group,
+                      max_completion_length=preset["max_new_tokens"], max_steps=preset["steps"],
+                      learning_rate=LORA_LR, temperature=1.0, beta=0.0, logging_steps=1, report_to=[],
+                      save_strategy="no", gradient_checkpointing=False, dataloader_num_workers=0)
+    trainer = GemGRPOTrainer(model=model_path(model), args=args, train_dataset=Dataset.from_list(rows),
+                             estimator=settings["estimator"], gamma=settings["gamma"],
+                             peft_config=LoraConfig(r=16, lora_alpha=32, target_modules="all-linear",
+                                                    task_type="CAUSAL_LM"))
+    trainer.train()
+    logged = [entry for entry in trainer.state.log_history if "gem/success_rate" in entry]
+    records = [{"step": step, "success_rate": entry["gem/success_rate"], "mean_return": entry["reward"],
+                "turns_per_episode": entry["gem/turns"]} for step, entry in enumerate(logged, start=1)]
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "metrics.json").write_text(json.dumps(records, indent=1))
+    return records
 
 
 def finished_run(folder: Path, config: Any) -> list[dict[str, Any]] | None:
@@ -165,7 +226,10 @@ def summarise(results: dict[str, Any], last: int) -> list[dict[str, Any]]:
         separated = None
         if len(labels) == 2:
             favoured, other = per_arm[labels[0]], per_arm[labels[1]]
-            separated = min(favoured) > max(other) if better == "higher" else max(favoured) < min(other)
+            if better == "same":  # "separated" means the frameworks disagree beyond the seeds' spread
+                separated = min(favoured) > max(other) or max(favoured) < min(other)
+            else:
+                separated = min(favoured) > max(other) if better == "higher" else max(favoured) < min(other)
         for label, values in per_arm.items():
             rows.append({
                 "experiment": name, "run": label, "env": experiment["env"], "metric": metric,

@@ -21,7 +21,7 @@ TRL gets ``prompt_ids`` (the first observation through the chat template), ``com
 (every turn's answer and the environment's text between), ``env_mask`` (1 on the model's tokens;
 TRL multiplies its loss mask by it), ``logprobs`` (vLLM's, 0 on environment tokens; None under
 transformers), and per episode ``gem_turn_rewards``, ``gem_turn_spans`` (each turn's [start, end)
-in the completion) and ``gem_stop``, which reach the reward functions and
+in the completion), ``gem_stop`` and ``gem_success`` (won, as ``gem train`` counts it), which reach the reward functions and
 :mod:`~gem_adapters.trl.advantages`.
 """
 
@@ -37,6 +37,7 @@ from gem_adapters.common.chat import ChatFormat
 from gem_adapters.common.options import EpisodeOptions
 from gem_adapters.common.session import STOP_REASONS as SESSION_STOPS
 from gem_adapters.common.session import EnvSession
+from gem_adapters.local.metrics import last_turn_success
 from gem_core.errors import GemError
 
 logger = logging.getLogger("gem_adapters.trl")
@@ -57,6 +58,7 @@ class PlayedEpisode:
     logprobs: list[float] = field(default_factory=list)
     turn_spans: list[tuple[int, int]] = field(default_factory=list)
     stop: str | None = None
+    success: bool = False  # won, as `gem train` counts it (see gem_adapters.local.metrics)
 
     @property
     def context(self) -> list[int]:
@@ -105,6 +107,7 @@ class EpisodeRollout:
             "gem_turn_rewards": [list(e.session.rewards) for e in episodes],
             "gem_turn_spans": [list(e.turn_spans) for e in episodes],
             "gem_stop": [e.stop for e in episodes],
+            "gem_success": [e.success for e in episodes],
         }
 
     def chat_format(self, tokenizer: Any) -> ChatFormat:
@@ -142,6 +145,7 @@ class EpisodeRollout:
                 episode.add(answer, model=True, logprobs=None if logprobs is None else logprobs[index])
             outcomes = asyncio.run(_step_all([(e.session, chat.answer_content(a)) for e, a in zip(running, answers)]))
             for episode, answer, outcome in zip(running, answers, outcomes):
+                episode.success = last_turn_success(outcome.info, outcome.reward)
                 if outcome.done:
                     episode.stop = outcome.stop
                     continue

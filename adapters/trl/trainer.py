@@ -92,13 +92,17 @@ class GemGRPOTrainer(GRPOTrainer):
         return output
 
     def _log_episodes(self, inputs: list[dict[str, Any]], mode: str) -> None:
-        """Turns per episode and the share of episodes the environment ended, over all processes."""
+        """Turns per episode, the share of episodes the environment ended and the share won (as
+        `gem train` counts it), over all processes."""
         import torch
 
-        turns = [float(len(row["gem_turn_rewards"])) for row in inputs]
-        ended = [float(row["gem_stop"] == "terminated") for row in inputs]
-        stats = self.accelerator.gather(torch.tensor([sum(turns), sum(ended), len(inputs)],
-                                                     dtype=torch.float32, device=self.accelerator.device))
-        total_turns, total_ended, episodes = stats.view(-1, 3).sum(dim=0).tolist()
-        self._metrics[mode]["gem/turns"].append(total_turns / max(episodes, 1.0))
-        self._metrics[mode]["gem/terminated"].append(total_ended / max(episodes, 1.0))
+        local = [[float(len(row["gem_turn_rewards"])), float(row["gem_stop"] == "terminated"),
+                  float(row["gem_success"])] for row in inputs]
+        sums = torch.tensor(local, dtype=torch.float64).sum(dim=0).tolist()
+        stats = self.accelerator.gather(torch.tensor([*sums, len(inputs)], dtype=torch.float32,
+                                                     device=self.accelerator.device))
+        turns, ended, won, episodes = stats.view(-1, 4).sum(dim=0).tolist()
+        episodes = max(episodes, 1.0)
+        self._metrics[mode]["gem/turns"].append(turns / episodes)
+        self._metrics[mode]["gem/terminated"].append(ended / episodes)
+        self._metrics[mode]["gem/success_rate"].append(won / episodes)

@@ -30,7 +30,8 @@ def layout_rollout(episodes, layout):
             masks.append(mask)
         return {"prompt_ids": [[TOKEN, TOKEN]] * len(prompts), "completion_ids": completion_ids, "logprobs": None,
                 "env_mask": masks, "gem_turn_rewards": [list(e) for e in episodes],
-                "gem_turn_spans": batch.turn_spans(layout), "gem_stop": ["terminated"] * len(prompts)}
+                "gem_turn_spans": batch.turn_spans(layout), "gem_stop": ["terminated"] * len(prompts),
+                "gem_success": [False] * len(prompts)}
 
     return rollout
 

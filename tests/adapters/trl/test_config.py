@@ -22,7 +22,7 @@ def cli_run(tmp_path_factory):
     result = gem("trl", "config", "--env", EASY, "--env", HARD, "--model", "Qwen/Qwen3-0.6B", "--out", str(out),
                  "--train-size", "10", "--val-size", "4", "--batch-size", "4", "--n", "2", "--gamma", "0.8",
                  "--max-turns", "6", "--max-tokens-per-turn", "256", "--response-length", "1024", "--seed", "100",
-                 "--estimator", "gem_grpo", "--gpus", "2", "--epochs", "3", "--lr", "2e-6",
+                 "--estimator", "grpo", "--gpus", "2", "--epochs", "3", "--lr", "2e-6",
                  "--wrappers", "episode_tracking")
     assert result.returncode == 0, result.stderr
     return out, result
@@ -42,14 +42,17 @@ def test_the_printed_command_is_accelerate_over_the_gpus_and_trl_parses_its_conf
     argv = shlex.split(result.stdout.strip().splitlines()[-1])
     assert argv[:3] == ["accelerate", "launch", "--num_processes=2"]
     assert argv[3:6] == ["-m", "gem_adapters.trl.train", "--config"]
-    gem_args, grpo = parse(argv[5:])
-    assert (gem_args.gem_estimator, gem_args.gem_gamma, gem_args.gem_max_turns) == ("gem_grpo", 0.8, 6)
+    import yaml
+
+    assert yaml.safe_load((out / "gem_trl.yaml").read_text())["bf16"] is True
+    gem_args, grpo = parse([*argv[5:], "--bf16", "false"])  # GRPOConfig refuses bf16 without a GPU
+    assert (gem_args.gem_estimator, gem_args.gem_gamma, gem_args.gem_max_turns) == ("grpo", 0.8, 6)
     assert gem_args.gem_wrappers == ["episode_tracking"] and gem_args.gem_episode_tokens == 1024
     assert gem_args.train_file == str(out / "train.jsonl")
     assert grpo.num_generations == 2 and grpo.per_device_train_batch_size == 4  # 4 starts x 2 over 2 GPUs
     assert grpo.max_completion_length == 256 and grpo.learning_rate == 2e-6 and grpo.num_train_epochs == 3
     assert grpo.beta == 0.0 and grpo.seed == 100
-    _, overridden = parse([*argv[5:], "--learning_rate", "1e-5"])
+    _, overridden = parse([*argv[5:], "--bf16", "false", "--learning_rate", "1e-5"])
     assert overridden.learning_rate == 1e-5
 
 
@@ -67,7 +70,7 @@ def test_cpu_runs_in_one_python_process(tmp_path):
     (["--estimator", "rebnn"], "rebn"),
     (["--n", "1"], "--n 2"),
     (["--estimator", "trl", "--n", "1"], "--n 2"),
-    (["--batch-size", "3", "--gpus", "2"], "divisible"),
+    (["--batch-size", "3", "--n", "3", "--gpus", "2"], "divisible"),
     (["--wrappers", "concat_chat"], "already keeps the whole conversation"),
 ])
 def test_bad_input_is_a_clear_error(tmp_path, args, message):
@@ -83,14 +86,14 @@ def test_bad_input_is_a_clear_error(tmp_path, args, message):
 
 def test_trls_own_estimator_is_accepted(tmp_path):
     written = write_run(RunSettings(env_ids=(EASY,), model="m", out_dir=tmp_path, train_size=4, val_size=1,
-                                    batch_size=2, estimator="trl"))
+                                    batch_size=2, estimator="trl", cpu=True))
     gem_args, _ = parse(shlex.split(written.command)[3:])
     assert gem_args.gem_estimator == "trl"
 
 
 def test_the_train_command_reports_a_missing_dataset_without_a_traceback(tmp_path, capsys):
     written = write_run(RunSettings(env_ids=(EASY,), model="m", out_dir=tmp_path, train_size=4, val_size=1,
-                                    batch_size=2))
+                                    batch_size=2, cpu=True))
     (tmp_path / "train.jsonl").unlink()
     assert main(shlex.split(written.command)[3:]) == 2
     assert "does not exist" in capsys.readouterr().err
