@@ -171,6 +171,12 @@ def trl_run(env_id: str, settings: dict[str, Any], preset: dict[str, Any], seed:
     from gem_adapters.trl.train import model_path
     from gem_adapters.trl.trainer import GemGRPOTrainer
 
+    recipe = {"env": env_id, "settings": settings, "preset": preset, "seed": seed, "model": model}
+    saved = folder / "metrics.json"
+    if saved.exists():  # an earlier call finished this run
+        earlier = json.loads(saved.read_text())
+        if earlier.get("recipe") == recipe and len(earlier.get("records", [])) == preset["steps"]:
+            return earlier["records"]
     group = settings["group_size"]
     starts = alternating_starts([env_id], 1_000_003 * (seed + 1), preset["steps"] * preset["episodes_per_step"] // group)
     rows = [dataset_row(e, s, i, "train", first_observation(e, s, EpisodeOptions()))
@@ -189,7 +195,7 @@ def trl_run(env_id: str, settings: dict[str, Any], preset: dict[str, Any], seed:
     records = [{"step": step, "success_rate": entry["gem/success_rate"], "mean_return": entry["reward"],
                 "turns_per_episode": entry["gem/turns"]} for step, entry in enumerate(logged, start=1)]
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / "metrics.json").write_text(json.dumps(records, indent=1))
+    saved.write_text(json.dumps({"recipe": recipe, "records": records}, indent=1))
     return records
 
 

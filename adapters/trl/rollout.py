@@ -28,7 +28,6 @@ in the completion), ``gem_stop`` and ``gem_success`` (won, as ``gem train`` coun
 from __future__ import annotations
 
 import asyncio
-import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -39,8 +38,6 @@ from gem_adapters.common.session import STOP_REASONS as SESSION_STOPS
 from gem_adapters.common.session import EnvSession
 from gem_adapters.local.metrics import last_turn_success
 from gem_core.errors import GemError
-
-logger = logging.getLogger("gem_adapters.trl")
 
 #: Why an episode stopped (``gem_stop``): the session's reasons, or the episode's token budget.
 STOP_REASONS = (*SESSION_STOPS, "episode_tokens")

@@ -10,7 +10,6 @@ import pytest
 
 from gem_adapters.trl.config import RunSettings, write_run
 from gem_adapters.trl.train import main, parse
-from gem_core.errors import GemError
 from tests.helpers import gem_command as gem
 
 EASY, HARD = "game:GuessTheNumber-v0-easy", "game:GuessTheNumber-v0-hard"

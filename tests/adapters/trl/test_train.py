@@ -18,8 +18,8 @@ import pytest
 import torch
 
 from gem_adapters.trl.config import RunSettings, write_run
-from gem_core import get_estimator
 from gem_adapters.trl.train import build_trainer, parse
+from gem_core import get_estimator
 from tests.adapters.trl.conftest import EASY
 
 #: Small enough for a 2-core machine: 2 steps of 8 episodes (2 starts x 4), at most 2 turns of
