@@ -59,13 +59,25 @@ def test_max_turns_and_the_episode_budget_end_episodes(make_trainer, smollm2_tok
     assert len(out["completion_ids"][0]) < 20 and all(out["env_mask"][0])
 
 
-def test_wrappers_shape_what_the_model_sees(make_trainer, smollm2_tokenizer):
+def test_gem_wrappers_act_on_the_episode(make_trainer, smollm2_tokenizer):
+    """With the python_tool wrapper the model is told about the tool, and its code's output (run in
+    GEM's sandbox) is the next observation, as environment tokens."""
     train_rows = rows(EASY, [3])
     trainer = make_trainer(train_rows)
     seen = []
-    trainer._generate_single_turn = scripted_generation(smollm2_tokenizer, lambda p: seen.append(p) or "\\boxed{5}")
-    play(trainer, train_rows, EpisodeRollout(EpisodeOptions(wrappers=("episode_tracking",), max_turns=2)))
-    assert len(seen) >= 1 and "Guess The Number" in seen[0]
+
+    def answer(prompt):
+        seen.append(prompt)
+        return "<python>print(6 * 7)</python>" if len(seen) == 1 else "\\boxed{3}"
+
+    trainer._generate_single_turn = scripted_generation(smollm2_tokenizer, answer)
+    out = play(trainer, train_rows, EpisodeRollout(EpisodeOptions(wrappers=("python_tool",), max_turns=3)))
+    assert "You can run Python code" in seen[0]
+    (_, first_end), (second_start, _) = out["gem_turn_spans"][0][:2]
+    between = smollm2_tokenizer.decode(out["completion_ids"][0][first_end:second_start])
+    assert "Code execution result" in between and "42" in between
+    assert not any(out["env_mask"][0][first_end:second_start])
+    assert out["gem_stop"] == ["terminated"] and out["gem_turn_rewards"][0][-1] == 1.0  # seed 3: the number is 3
 
 
 def test_an_environment_that_raises_mid_episode_ends_it_truncated_and_the_batch_goes_on(
