@@ -104,3 +104,20 @@ def search_server(*args: str) -> Iterator[tuple[subprocess.Popen, str]]:
     finally:
         process.kill()
         process.wait()
+
+
+def kill_ray_host(pool_name: str, index: int) -> None:
+    """End host ``index`` of the named Ray pool ``pool_name`` and wait until it is gone."""
+    import ray
+
+    from gem_core.vector.ray_pool import NAMESPACE, RayPool
+
+    handle = ray.get_actor(RayPool(name=pool_name).host_name(index), namespace=NAMESPACE)
+    ray.kill(handle, no_restart=True)
+    for _ in range(100):
+        try:
+            ray.get(handle.describe.remote(), timeout=5)
+        except ray.exceptions.RayActorError:
+            return
+        time.sleep(0.05)
+    raise AssertionError("the host did not end")

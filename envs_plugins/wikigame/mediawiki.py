@@ -10,11 +10,10 @@ from __future__ import annotations
 
 import threading
 import time
-from collections import OrderedDict
 from typing import Any
 
 from gem_core.errors import MissingDependencyError
-from gem_envs.wikigame.pages import WikiBackendError, WikiPage, normal_title
+from gem_envs.wikigame.pages import PageCache, WikiBackendError, WikiPage, normal_title
 
 WIKIPEDIA_API = "https://en.wikipedia.org/w/api.php"
 USER_AGENT = "gem-adapters-wikigame/0.1 (https://pypi.org/project/gem-adapters/)"
@@ -42,23 +41,12 @@ class MediaWikiApi:
         self._httpx = httpx
         self._lock = threading.Lock()
         self._last = 0.0
-        self.cache_size = cache_size
-        self._cache: OrderedDict[str, WikiPage | None] = OrderedDict()
+        self._cache = PageCache(cache_size)
         self.requests = 0  # sent so far (for tests and logs)
 
     def page(self, title: str) -> WikiPage | None:
         key = normal_title(title)
-        if not key:
-            return None
-        if key in self._cache:
-            self._cache.move_to_end(key)
-            return self._cache[key]
-        page = self._fetch(key)
-        for name in {key, normal_title(page.title) if page else key}:  # asked for, and arrived at
-            self._cache[name] = page
-        while len(self._cache) > self.cache_size:
-            self._cache.popitem(last=False)
-        return page
+        return self._cache.get(key, lambda: self._fetch(key)) if key else None
 
     def random_title(self, rng) -> str | None:
         answer = self._get({"list": "random", "rnnamespace": 0, "rnlimit": 1})

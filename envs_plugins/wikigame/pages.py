@@ -9,6 +9,8 @@ figures are left out of the text, and only links to other articles are kept.
 from __future__ import annotations
 
 import re
+from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
 from html.parser import HTMLParser
 from typing import Protocol
@@ -42,6 +44,30 @@ class WikiSource(Protocol):
 
     def close(self) -> None:
         """Release files and connections."""
+
+
+class PageCache:
+    """The last ``size`` articles a backend read, each under the title asked for and the title it
+    arrived at (a redirect's target)."""
+
+    def __init__(self, size: int):
+        self.size = size
+        self._pages: OrderedDict[str, WikiPage | None] = OrderedDict()
+
+    def get(self, key: str, read: Callable[[], WikiPage | None]) -> WikiPage | None:
+        """The page cached under the normal title ``key``, else what ``read()`` returns, kept."""
+        if key in self._pages:
+            self._pages.move_to_end(key)
+            return self._pages[key]
+        page = read()
+        for name in {key, normal_title(page.title) if page else key}:
+            self._pages[name] = page
+        while len(self._pages) > self.size:
+            self._pages.popitem(last=False)
+        return page
+
+    def clear(self) -> None:
+        self._pages.clear()
 
 
 def normal_title(title: str) -> str:

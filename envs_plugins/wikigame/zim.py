@@ -9,12 +9,11 @@ page with none is a real dead end.
 from __future__ import annotations
 
 import os
-from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
 from gem_core.errors import DataNotFoundError, GemError, MissingDependencyError
-from gem_envs.wikigame.pages import WikiPage, article_path, normal_title, parse_article
+from gem_envs.wikigame.pages import PageCache, WikiPage, article_path, normal_title, parse_article
 
 #: Where ``zimfile`` names without a folder are looked for (besides the working directory).
 ZIM_DIR_VARIABLE = "GEM_ZIM_DIR"
@@ -64,21 +63,14 @@ class ZimWiki:
             self.archive: Any = Archive(str(self.path))
         except Exception as e:  # libzim raises RuntimeError for a file that is not a ZIM
             raise GemError(f"WikiGame: cannot open {str(self.path)!r} as a ZIM file: {e}") from None
-        self.cache_size = cache_size
-        self._cache: OrderedDict[str, WikiPage | None] = OrderedDict()
+        self._cache = PageCache(cache_size)
 
     def page(self, title: str) -> WikiPage | None:
-        key = normal_title(title)
-        if key in self._cache:
-            self._cache.move_to_end(key)
-            return self._cache[key]
-        entry = self._entry_for_title(title)
-        page = self._read(entry) if entry is not None else None
-        for name in {key, normal_title(page.title) if page else key}:  # asked for, and arrived at
-            self._cache[name] = page
-        while len(self._cache) > self.cache_size:
-            self._cache.popitem(last=False)
-        return page
+        def read() -> WikiPage | None:
+            entry = self._entry_for_title(title)
+            return self._read(entry) if entry is not None else None
+
+        return self._cache.get(normal_title(title), read)
 
     def random_title(self, rng) -> str | None:
         count = self.archive.entry_count

@@ -15,6 +15,7 @@ import gem_core
 from gem_core import GemError
 from gem_core.vector import FAULT
 from tests.conftest import ENV_RESOURCE
+from tests.helpers import kill_ray_host
 from tests.vector.conftest import RAY_POOL, make_vec
 from tests.vector.envs import Countdown
 
@@ -162,23 +163,6 @@ def test_a_cluster_without_the_resource_is_a_clear_error(ray_cluster):
         make_vec(COUNTDOWN, 2, mode="ray", pool={**RAY_POOL, "name": None, "resource": "gem_nowhere"})
 
 
-def kill_host(pool_name, index):
-    """End one host of a named pool and wait until it is gone."""
-    import ray
-
-    from gem_core.vector.ray_pool import NAMESPACE, RayPool
-
-    handle = ray.get_actor(RayPool(name=pool_name).host_name(index), namespace=NAMESPACE)
-    ray.kill(handle, no_restart=True)
-    for _ in range(100):
-        try:
-            ray.get(handle.describe.remote(), timeout=5)
-        except ray.exceptions.RayActorError:
-            return
-        time.sleep(0.05)
-    raise AssertionError("the host did not end")
-
-
 @pytest.mark.parametrize("asynchronous", [False, True])
 def test_one_environment_on_a_pool_survives_its_host(ray_cluster, asynchronous):
     from gem_core.vector.ray_pool import shutdown_pool
@@ -195,7 +179,7 @@ def test_one_environment_on_a_pool_survives_its_host(ray_cluster, asynchronous):
                 results = [await env.areset(seed=7)]
                 for k, action in enumerate(actions):
                     if k == 2:
-                        kill_host(name, 0)  # the slot's host: its episode so far is played again elsewhere
+                        kill_ray_host(name, 0)  # the slot's host: its episode so far is played again elsewhere
                     results.append(await env.astep(action))
                 return results
             got = asyncio.run(play())
@@ -203,7 +187,7 @@ def test_one_environment_on_a_pool_survives_its_host(ray_cluster, asynchronous):
             got = [env.reset(seed=7)]
             for k, action in enumerate(actions):
                 if k == 2:
-                    kill_host(name, 0)
+                    kill_ray_host(name, 0)
                 got.append(env.step(action))
         expected = [local.reset(seed=7)] + [local.step(action) for action in actions]
         assert got == expected and env.where != first_host

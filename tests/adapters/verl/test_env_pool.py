@@ -4,33 +4,15 @@ made in the rollout worker's process, and an episode whose host is lost goes on.
 
 from __future__ import annotations
 
-import time
-
 import torch
 
 from gem_adapters.common import session as session_module
 from gem_adapters.common.options import EpisodeOptions
 from tests.adapters.verl.conftest import compose_config
 from tests.adapters.verl.test_agent_loop import HARD, binary_search, play, row
+from tests.helpers import kill_ray_host
 
 POOL = "verl-env-pool"
-
-
-def kill_host(index: int) -> None:
-    """End one host of the pool and wait until it is gone."""
-    import ray
-
-    from gem_core.vector.ray_pool import NAMESPACE, RayPool
-
-    handle = ray.get_actor(RayPool(name=POOL).host_name(index), namespace=NAMESPACE)
-    ray.kill(handle, no_restart=True)
-    for _ in range(100):
-        try:
-            ray.get(handle.describe.remote(), timeout=5)
-        except ray.exceptions.RayActorError:
-            return
-        time.sleep(0.05)
-    raise AssertionError("the host did not end")
 
 
 def test_the_agent_loop_plays_on_the_pool_and_survives_a_lost_host(ray_cluster, tmp_path, run_config,
@@ -57,7 +39,7 @@ def test_the_agent_loop_plays_on_the_pool_and_survives_a_lost_host(ray_cluster, 
         nonlocal answers
         answers += 1
         if answers == 3:  # mid-episode: the host of the session's slot goes
-            kill_host(0)
+            kill_ray_host(POOL, 0)
         return binary_search(prompt)
 
     try:
