@@ -330,12 +330,12 @@ def finished_trl_run(folder: Path, recipe: dict[str, Any]) -> list[dict[str, Any
 def finished_run(folder: Path, config: Any) -> list[dict[str, Any]] | None:
     """The records of a run that an earlier call finished in ``folder`` with the same settings,
     or None (so adding seeds to a finished experiment plays only the new ones)."""
-    from gem_adapters.local.config import load_config_file
+    from gem_adapters.local.config import build_config, load_config_file
     from gem_adapters.local.metrics import MetricsLog
 
-    try:
-        saved = load_config_file(folder / "config.yaml")
-    except Exception:  # missing or unreadable: play the run
+    try:  # a setting added to gem train since the run was played counts at its default
+        saved = build_config(load_config_file(folder / "config.yaml")).to_dict()
+    except Exception:  # missing, unreadable or no longer valid: play the run
         return None
     records = MetricsLog(folder / "metrics.jsonl").read()
     if saved != config.to_dict() or [r["step"] for r in records] != list(range(1, config.steps + 1)):

@@ -52,6 +52,21 @@ def test_reproduce_script_runs_every_arm_once_per_seed_and_writes_table_json_csv
     rerun = json.loads((tmp_path / "claims.json").read_text())
     assert rerun["experiments"]["gamma"]["runs"]["gamma 0.999"]["1"] == results["experiments"]["gamma"]["runs"]["gamma 0.999"]["1"]
 
+    # a run saved before gem train gained a setting (here: one at its default) is still read back;
+    # one whose saved settings differ is played again
+    import yaml
+
+    from gem_adapters.local.config import build_config
+
+    config_file = tmp_path / "runs" / "game-GuessTheNumber-v0-easy-rebn-gamma0.999-seed1" / "config.yaml"
+    saved = yaml.safe_load(config_file.read_text())
+    config = build_config(saved)
+    older = {key: value for key, value in saved.items() if key != "save_every"}
+    config_file.write_text(yaml.safe_dump(older))
+    assert script.finished_run(config_file.parent, config) is not None
+    config_file.write_text(yaml.safe_dump({**older, "gamma": 0.5}))
+    assert script.finished_run(config_file.parent, config) is None
+
 
 def test_arms_separate_only_when_every_seed_of_the_favoured_arm_is_better():
     script = load_script()
