@@ -403,7 +403,7 @@ def plot(results: dict[str, Any], path: Path) -> None:
     from matplotlib.ticker import MaxNLocator
 
     experiments = results["experiments"]
-    fig, axes = plt.subplots(1, len(experiments), figsize=(5.5 * len(experiments), 4), squeeze=False)
+    fig, axes = plt.subplots(1, len(experiments), figsize=(max(5.5 * len(experiments), 8), 4), squeeze=False)
     colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     for ax, (name, experiment) in zip(axes[0], experiments.items()):
         metric = experiment["metric"]
