@@ -25,11 +25,11 @@ AGENT_TEMPLATE = '''\
 
 Pass this file to OpenRLHF as --train.agent_func_path. For each prompt row it plays the GEM
 environment and seed named in the row's label, with the options below, and returns the episode's
-per-turn rewards in the sample's label for GEM's estimators (gem_adapters.openrlhf.agent).
+per-turn rewards in the sample's label for GEM's estimators (gem_adapters.openrlhf.rollout).
 """
 
 try:
-    from gem_adapters.openrlhf.agent import agent_executor
+    from gem_adapters.openrlhf.rollout import agent_executor
 except ImportError as error:
     raise ImportError(
         "This OpenRLHF agent file plays GEM environments and needs GEM wherever OpenRLHF's vLLM "

@@ -65,7 +65,7 @@ def split_flags(argv: Sequence[str]) -> tuple[str | None, list[str]]:
 def openrlhf_argv(argv: Sequence[str]) -> tuple[str | None, list[str]]:
     """The checked GEM estimator (its GEM name) and the flags OpenRLHF's command line gets."""
     from gem_adapters.common.estimators import gem_estimator
-    from gem_adapters.openrlhf.estimators import NATIVE_STAND_IN
+    from gem_adapters.openrlhf.advantages import NATIVE_STAND_IN
 
     estimator, rest = split_flags(argv)
     if estimator is None:

@@ -28,11 +28,11 @@ ENV_TEMPLATE = '''\
 
 Pass this file to RL2 as rollout.env_path. For each data row it plays the GEM environment and seed
 named in the row's extra_info, with the options below, formatting turns with MODEL's chat template,
-and gives RL2 each turn's reward (gem_adapters.rl2.env).
+and gives RL2 each turn's reward (gem_adapters.rl2.rollout).
 """
 
 try:
-    from gem_adapters.rl2.env import environment
+    from gem_adapters.rl2.rollout import environment
 except ImportError as error:
     raise ImportError(
         "This RL2 environment file plays GEM environments and needs GEM where RL2 runs: "

@@ -14,7 +14,7 @@ import pytest
 import gem_core
 from gem_core.wrappers.observation import as_seen  # observations as adapters show them
 from gem_adapters.openrlhf import ESTIMATOR_VARIABLE, hook, train
-from gem_adapters.openrlhf.estimators import uninstall
+from gem_adapters.openrlhf.advantages import uninstall
 from gem_adapters.openrlhf.labels import decode_label
 from tests.helpers import gem_command as gem
 

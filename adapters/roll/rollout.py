@@ -31,7 +31,7 @@ from gem_adapters.common.session import EnvSession
 from gem_adapters.roll import PREFIX
 from gem_core.errors import GemError, MissingDependencyError
 
-ENTRY_POINT = "gem_adapters.roll.bridge:RollEnv"
+ENTRY_POINT = "gem_adapters.roll.rollout:RollEnv"
 
 
 def gem_module() -> Any:

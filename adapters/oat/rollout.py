@@ -2,7 +2,7 @@
 oat ``Transition``\\ s, one per model turn.
 
 oat's learner hands every actor step a batch of episode starts (environment id and seed, see
-:mod:`gem_adapters.oat.learner`); each start is played ``--num_samples`` times in one async GEM
+:mod:`gem_adapters.oat.advantages`); each start is played ``--num_samples`` times in one async GEM
 vector environment (:func:`gem_core.make_vec`, with the ``--wrappers``), through
 :func:`gem_core.collect_episodes`. The environments' faults follow GEM's rules: a step that raises
 ends its episode truncated and the batch goes on; a slot that keeps failing to reset is

@@ -20,7 +20,7 @@ episode in the sample's *label*: a JSON object with ``env_id``, ``seed``, ``turn
 model turn) and ``stop``. OpenRLHF carries labels as a per-sample Python list through every
 batching step (concatenation into micro-batches, splitting, re-batching), so each row's rewards
 stay with its row until GEM's estimator reads them inside the trainer
-(:mod:`gem_adapters.openrlhf.estimators`). The turns need no carrying: they are the runs of 1s in
+(:mod:`gem_adapters.openrlhf.advantages`). The turns need no carrying: they are the runs of 1s in
 the experience's ``action_mask``. The summed reward still fills OpenRLHF's ``reward`` and
 ``scores`` (logging, dynamic filtering).
 """

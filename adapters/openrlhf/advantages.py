@@ -6,7 +6,7 @@ the rollout batch; its estimator list is closed. :func:`install` replaces that m
 :func:`gem_advantages_and_returns` for one GEM estimator, and :mod:`gem_adapters.openrlhf.hook`
 installs it in every Ray worker that imports the experience maker.
 
-For each sample the per-turn rewards come from its label (see :mod:`gem_adapters.openrlhf.agent`)
+For each sample the per-turn rewards come from its label (see :mod:`gem_adapters.openrlhf.rollout`)
 and are put on each turn's last model token (a turn is a run of 1s in ``action_mask``). OpenRLHF's
 reward clip range applies to each turn's reward, and with OpenRLHF's KL-in-reward penalty on, a
 turn's reward also sums the penalty over its tokens. The GEM estimator then runs once over the
