@@ -1,0 +1,10 @@
+"""The openrlhf adapter's modules took the names every adapter uses; the former names still import them."""
+
+from tests.adapters.moved import assert_moved
+
+
+def test_former_module_names_import_the_renamed_modules():
+    assert_moved({
+        "gem_adapters.openrlhf.agent": "gem_adapters.openrlhf.rollout",
+        "gem_adapters.openrlhf.estimators": "gem_adapters.openrlhf.advantages",
+    })
