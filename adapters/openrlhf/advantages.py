@@ -23,11 +23,13 @@ from typing import Any
 
 import torch
 
+from gem_adapters.common import patch
 from gem_adapters.common.estimators import gem_estimator, token_estimate
 from gem_adapters.common.turns import rewards_on_turn_ends
 from gem_adapters.openrlhf.labels import turn_rewards
 
 EXPERIENCE_MAKER = "openrlhf.trainer.ppo_utils.experience_maker"
+METHOD = "compute_advantages_and_returns"  # of its RemoteExperienceMaker
 #: The native estimator OpenRLHF's command line is given when a GEM estimator runs: it needs no
 #: critic and no prompt groups, and keeps the configured gamma.
 NATIVE_STAND_IN = "reinforce"
@@ -72,30 +74,23 @@ def install(estimator: str, module: Any = None) -> str:
     """Make OpenRLHF's experience maker compute advantages with GEM's ``estimator`` (a GEM name, or
     ``gem_<name>``); returns the GEM name. Raises for an unknown name, naming the closest ones."""
     name = gem_estimator(estimator)
-    maker = experience_maker(module)
-    original = getattr(maker, "_gem_native_advantages", maker.compute_advantages_and_returns)
 
     def compute_advantages_and_returns(self: Any, experiences: list[Any]) -> list[Any]:
         return gem_advantages_and_returns(self, experiences, estimator=name)
 
     compute_advantages_and_returns.gem_estimator = name  # type: ignore[attr-defined]
-    maker._gem_native_advantages = original
-    maker.compute_advantages_and_returns = compute_advantages_and_returns
+    patch.install([experience_maker(module)], METHOD, compute_advantages_and_returns)
     return name
 
 
 def installed(module: Any = None) -> str | None:
     """The GEM estimator OpenRLHF's experience maker uses, or None for OpenRLHF's own."""
-    return getattr(experience_maker(module).compute_advantages_and_returns, "gem_estimator", None)
+    return patch.installed(experience_maker(module), METHOD)
 
 
 def uninstall(module: Any = None) -> None:
     """Give OpenRLHF's experience maker its own advantage computation back."""
-    maker = experience_maker(module)
-    if hasattr(maker, "_gem_native_advantages"):
-        maker.compute_advantages_and_returns = maker._gem_native_advantages
-        del maker._gem_native_advantages
-
+    patch.uninstall([experience_maker(module)], METHOD)
 
 
 def experience_maker(module: Any = None) -> Any:
