@@ -25,8 +25,8 @@ from gem_envs.terminal.env import TerminalEnv
 from gem_envs.terminal.sandbox import TerminalSandbox
 from gem_envs.terminal.tasks import TaskUnsupportedError, builtin_tasks, load_task
 from tests.terminal.images import TASKS_DIR
+from tests.terminal.public import PUBLIC  # Apache-2.0 terminal-bench tasks
 
-PUBLIC = Path(__file__).parent / "public_tasks"  # Apache-2.0 terminal-bench tasks, see NOTICE.md there
 REAL_TASKS = [PUBLIC / "evoeval-0", PUBLIC / "evoeval-1", PUBLIC / "evoeval-2", TASKS_DIR / "jq-report"]
 
 
@@ -92,7 +92,7 @@ def test_the_pytest_boilerplate_grades_offline_in_bubblewrap(sandbox):
 
 
 def test_auto_runs_each_task_where_it_can(podman, sandbox, tmp_path):
-    env = TerminalEnv(path=TASKS_DIR.parent / "public_tasks", backend="auto", base_images=podman)
+    env = TerminalEnv(path=PUBLIC, backend="auto", base_images=podman)
     try:
         env.reset(task="evoeval-0")
         assert isinstance(env.sandbox, TerminalSandbox)  # its Dockerfile is only FROM and WORKDIR
