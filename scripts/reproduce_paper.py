@@ -78,33 +78,21 @@ PRESETS: dict[str, dict[str, Any]] = {
 #: The game of the gamma experiment, per preset.
 GAMMA_GAME = {"cpu": EASY_GAME, "gpu": LONG_GAME, "vision": LONG_GAME, "frameworks": EASY_GAME}
 
+REBN_VS_REINFORCE = {"ReBN": {"estimator": "rebn", "gamma": 0.9}, "REINFORCE": {"estimator": "reinforce", "gamma": 0.9}}
+GAMMAS = {"gamma 0.9": {"estimator": "rebn", "gamma": 0.9}, "gamma 0.999": {"estimator": "rebn", "gamma": 0.999}}
+
 #: experiment -> (environment, or None for the preset's gamma game; metric; the arm the paper
 #: favours is "higher" or "lower" on it, or "same" when the arms should agree; {arm label:
 #: settings}, the favoured arm first; settings with "framework": "trl" run through TRL)
 EXPERIMENTS: dict[str, tuple[str | None, str, str, dict[str, dict[str, Any]]]] = {
-    "rebn_vs_reinforce": (EASY_GAME, "success_rate", "higher", {
-        "ReBN": {"estimator": "rebn", "gamma": 0.9},
-        "REINFORCE": {"estimator": "reinforce", "gamma": 0.9},
-    }),
-    "gamma": (None, "turns_per_episode", "lower", {
-        "gamma 0.9": {"estimator": "rebn", "gamma": 0.9},
-        "gamma 0.999": {"estimator": "rebn", "gamma": 0.999},
-    }),
+    "rebn_vs_reinforce": (EASY_GAME, "success_rate", "higher", REBN_VS_REINFORCE),
+    "gamma": (None, "turns_per_episode", "lower", GAMMAS),
     "vision": (VISUAL_TASK, "success_rate", "higher", {
         "ReBN": {"estimator": "rebn", "gamma": 0.9},
     }),
-    "sparse_rebn_vs_reinforce": (EASY_SPARSE_GAME, "success_rate", "higher", {
-        "ReBN": {"estimator": "rebn", "gamma": 0.9},
-        "REINFORCE": {"estimator": "reinforce", "gamma": 0.9},
-    }),
-    "sparse_gamma": (LONG_SPARSE_GAME, "turns_per_success", "lower", {
-        "gamma 0.9": {"estimator": "rebn", "gamma": 0.9},
-        "gamma 0.999": {"estimator": "rebn", "gamma": 0.999},
-    }),
-    "tool_rebn_vs_reinforce": (TOOL_TASK, "tool_call_rate", "higher", {
-        "ReBN": {"estimator": "rebn", "gamma": 0.9},
-        "REINFORCE": {"estimator": "reinforce", "gamma": 0.9},
-    }),
+    "sparse_rebn_vs_reinforce": (EASY_SPARSE_GAME, "success_rate", "higher", REBN_VS_REINFORCE),
+    "sparse_gamma": (LONG_SPARSE_GAME, "turns_per_success", "lower", GAMMAS),
+    "tool_rebn_vs_reinforce": (TOOL_TASK, "tool_call_rate", "higher", REBN_VS_REINFORCE),
     "frameworks": (EASY_GAME, "success_rate", "same", {
         "gem train": {"estimator": "rebn", "gamma": 0.9, "group_size": 2},
         "TRL": {"estimator": "rebn", "gamma": 0.9, "group_size": 2, "framework": "trl"},

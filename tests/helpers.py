@@ -1,5 +1,6 @@
 """Helpers shared by the tests."""
 
+import json
 import os
 import re
 import socket
@@ -9,6 +10,7 @@ import textwrap
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -121,3 +123,13 @@ def kill_ray_host(pool_name: str, index: int) -> None:
             return
         time.sleep(0.05)
     raise AssertionError("the host did not end")
+
+
+def send_json(handler: BaseHTTPRequestHandler, status: int, payload: object) -> None:
+    """Answer the request ``handler`` serves with ``payload`` as JSON (the tests' stub servers)."""
+    data = json.dumps(payload).encode()
+    handler.send_response(status)
+    handler.send_header("Content-Type", "application/json")
+    handler.send_header("Content-Length", str(len(data)))
+    handler.end_headers()
+    handler.wfile.write(data)
