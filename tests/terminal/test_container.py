@@ -26,6 +26,7 @@ from gem_envs.terminal.sandbox import TerminalSandbox
 from gem_envs.terminal.tasks import TaskUnsupportedError, builtin_tasks, load_task
 from tests.terminal.images import TASKS_DIR
 from tests.terminal.public import PUBLIC  # Apache-2.0 terminal-bench tasks
+from tests.terminal.solutions import scores
 
 REAL_TASKS = [PUBLIC / "evoeval-0", PUBLIC / "evoeval-1", PUBLIC / "evoeval-2", TASKS_DIR / "jq-report"]
 
@@ -44,20 +45,6 @@ def wait_gone(name: str, seconds: float = 30.0) -> bool:
             return True
         time.sleep(0.5)
     return False
-
-
-def scores(env: TerminalEnv) -> tuple[float, float, str, object]:
-    """(doing nothing, the task's solution) scores, what the solution's episode said, and the sandbox
-    the episodes ran in; the environment is closed after."""
-    try:
-        env.reset()
-        nothing = env.step("<finish>")[1]
-        env.reset()
-        solved = env.run_solution()
-        observation, solution, *_ = env.step("<finish>")
-        return nothing, solution, f"{solved.output[-800:]}\n{observation}", env.sandbox
-    finally:
-        env.close()
 
 
 @pytest.mark.parametrize("task", REAL_TASKS, ids=lambda p: p.name)
