@@ -133,3 +133,18 @@ def send_json(handler: BaseHTTPRequestHandler, status: int, payload: object) -> 
     handler.send_header("Content-Length", str(len(data)))
     handler.end_headers()
     handler.wfile.write(data)
+
+
+def assert_single_answer_misuse_is_clear(env, action: str) -> None:
+    """``step`` before ``reset``, and a second answer to a one-answer question, are GemErrors that
+    say to reset (``env`` is fresh; it is left reset and answered)."""
+    import pytest
+
+    from gem_core.errors import GemError
+
+    with pytest.raises(GemError, match="reset"):
+        env.step(action)
+    env.reset(seed=0)
+    env.step(action)
+    with pytest.raises(GemError, match="reset"):
+        env.step(action)
