@@ -148,3 +148,17 @@ def assert_single_answer_misuse_is_clear(env, action: str) -> None:
     env.step(action)
     with pytest.raises(GemError, match="reset"):
         env.step(action)
+
+
+def offline_data_error(env_id: str, hf_home: Path) -> str:
+    """The DataNotFoundError message of making ``env_id`` in a fresh process with an empty Hugging
+    Face cache (``hf_home``) and the hub offline."""
+    done = run_python(f"""
+        import gem_core
+        try:
+            gem_core.make({env_id!r})
+        except gem_core.DataNotFoundError as e:
+            print("DataNotFoundError:", e)
+    """, env={"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "HF_HOME": str(hf_home)})
+    assert done.returncode == 0 and "DataNotFoundError:" in done.stdout, done.stdout + done.stderr
+    return done.stdout.split("DataNotFoundError:", 1)[1].strip()
