@@ -243,7 +243,7 @@ class Forwarding:
         return f"<{type(self).__name__}{self.env!r}>"
 
 
-class Wrapper(Forwarding, Env):  # type: ignore[misc]
+class Wrapper(Forwarding, Env):  # type: ignore[override]  # properties over BaseEnv's attributes
     """Changes an environment's behaviour while keeping its interface.
 
     Attributes not defined on the wrapper are looked up on the wrapped environment at access time

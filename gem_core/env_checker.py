@@ -299,7 +299,8 @@ class _Runner:
         self.main = self.new()
         self.name = self.main.spec.id if self.main.spec is not None else type(self.main.unwrapped).__name__
 
-    def new(self) -> BaseEnv:
+    def new(self) -> Any:
+        """A new instance: an ``Env`` or a ``MultiAgentEnv``, played through the driver."""
         env = self.make()
         if not isinstance(env, BaseEnv):
             raise GemError(f"The environment to check is a {type(env).__name__}, not a gem_core.Env "

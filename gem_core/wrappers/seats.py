@@ -32,7 +32,7 @@ from gem_core.multiagent import MultiAgentEnv
 Policy = Callable[[str], str]
 
 
-class SeatView(Forwarding, Env):  # type: ignore[misc]
+class SeatView(Forwarding, Env):  # type: ignore[override]
     """A single-agent :class:`Env` played on the seats of the multi-agent environment ``env``;
     subclasses implement ``reset``, ``step`` and ``sample_random_action``."""
 
