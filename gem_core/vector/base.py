@@ -53,7 +53,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from gem_core.core import Env, Wrapper
+from gem_core.core import BaseEnv, Env, Wrapper, require_single_agent
 from gem_core.errors import GemError
 from gem_core.vector.calls import Call, arun, checked_step, complete, describe_error, run
 from gem_core.vector.workers import BackgroundLoop, Countdown, WorkerPool
@@ -362,14 +362,10 @@ class VectorEnv:
     def _build(self, slot: _Slot) -> None:
         env = slot.factory()
         if not isinstance(env, Env):
+            if isinstance(env, BaseEnv):  # a multi-agent environment
+                _close_quietly(env)
+                require_single_agent(env, f"a vector environment (slot {slot.index})")
             raise GemError(f"The factory of slot {slot.index} returned {type(env).__name__}, not a gem_core.Env.")
-        from gem_core.multiagent import MultiAgentEnv
-
-        if isinstance(env, MultiAgentEnv):
-            env.close()
-            raise GemError(f"Slot {slot.index} holds a multi-agent environment ({_env_name(env)}), which a vector "
-                           "environment cannot step: use a single-agent view, the self_play or versus wrapper "
-                           "(e.g. its -selfplay or -vs-bot id).")
         slot.env = env
         kind = execution_kind(env)
         if kind == AWAIT:
@@ -612,11 +608,12 @@ class AsyncVectorEnv(VectorEnv):
 
 def declared_blocking(env: Env) -> bool | None:
     """Whether ``env`` says it blocks: True when ``env.blocking`` is, False when its class (or a
-    base below :class:`Env`) sets ``blocking = False`` itself, None when nothing says."""
+    base below :class:`~gem_core.core.BaseEnv`) sets ``blocking = False`` itself, None when
+    nothing says."""
     if env.blocking:
         return True
     for cls in type(env.unwrapped).__mro__:
-        if cls is Env:
+        if cls is BaseEnv:
             return None
         if "blocking" in vars(cls):
             return bool(vars(cls)["blocking"])
