@@ -16,11 +16,13 @@ import secrets
 import sys
 import warnings
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, ClassVar, Self
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from gem_core.errors import SingleAgentRequiredError
 
 if TYPE_CHECKING:
+    from typing import Self  # Python 3.11; annotations are not evaluated at run time
+
     import numpy as np
 
     from gem_core.registry import EnvSpec
