@@ -51,7 +51,7 @@ class Env:
     #: True when ``step``/``reset`` wait on I/O (subprocesses, servers, sleeps). Vector
     #: environments in async mode run such steps concurrently in worker threads and run the
     #: others inline, so cheap CPU-bound environments never pay a thread hop. A class that does
-    #: not set it has its first calls timed instead (see :mod:`gem_core.vector.base`).
+    #: not set it has its first calls timed instead (see :mod:`gem_core.vector.execution`).
     blocking: ClassVar[bool] = False
 
     #: Whether the first ``reset`` and ``step`` of a subclass are watched for draws from the
