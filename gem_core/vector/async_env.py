@@ -16,8 +16,8 @@ logger = logging.getLogger("gem_core.vector")
 
 class AsyncVectorEnv(VectorEnv):
     """Steps its slots at the same time: native-async environments are awaited concurrently,
-    blocking ones (``Env.blocking``) run in worker threads (one per such slot), and the others run
-    inline in the caller's thread, paying no thread hop. An environment that does not declare
+    blocking ones (``Env.blocking``) run in worker threads, and the others run inline in the
+    caller's thread, paying no thread hop. An environment that does not declare
     ``blocking`` has its first calls timed to choose (see :mod:`gem_core.vector.execution`)."""
 
     concurrent = True
