@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from gem_core.core import Env
 from gem_core.vector.base import Row, VectorEnv
 from gem_core.vector.calls import Call, run
-from gem_core.vector.execution import INLINE, Runner, sequential_route
+from gem_core.vector.execution import INLINE, Job, Runner, sequential_route
 
 
 class SyncVectorEnv(VectorEnv):
@@ -38,6 +38,16 @@ class SyncVectorEnv(VectorEnv):
         return rows
 
     def _execute(self, calls: list[Call]) -> None:
+        for job in self._run_inline_calls(calls):
+            self._runner.run([job], loop=self._loop, timeout=self.step_timeout)
+
+    async def _aexecute(self, calls: list[Call]) -> None:
+        for job in self._run_inline_calls(calls):  # awaited on the caller's loop, or threads it waits for
+            await self._runner.arun([job], timeout=self.step_timeout)
+
+    def _run_inline_calls(self, calls: list[Call]) -> Iterator[Job]:
+        """Run ``calls`` in order: inline slots' here, the others' (awaited, or in a worker
+        thread that can be abandoned) by the consumer of the jobs this yields, one at a time."""
         for call in calls:
             slot = self._slots[call.slot]
             if call.finished:
@@ -45,15 +55,7 @@ class SyncVectorEnv(VectorEnv):
             if slot.route == INLINE:
                 run(slot.env, call)  # type: ignore[arg-type]
             else:
-                self._runner.run([(slot.route, slot.env, call)], loop=self._loop,  # type: ignore[list-item]
-                                 timeout=self.step_timeout)
-
-    async def _aexecute(self, calls: list[Call]) -> None:
-        for call in calls:
-            slot = self._slots[call.slot]
-            if not call.finished:
-                await self._runner.arun([(slot.route, slot.env, call)],  # type: ignore[list-item]
-                                        timeout=self.step_timeout)
+                yield slot.route, slot.env, call  # type: ignore[misc]
 
     def _stop_execution(self) -> None:
         self._runner.close()
