@@ -46,7 +46,7 @@ class BaseEnv:
     #: True when ``step``/``reset`` wait on I/O (subprocesses, servers, sleeps). Vector
     #: environments in async mode run such steps concurrently in worker threads and run the
     #: others inline, so cheap CPU-bound environments never pay a thread hop. A class that does
-    #: not set it has its first calls timed instead (see :mod:`gem_core.vector.base`).
+    #: not set it has its first calls timed instead (see :mod:`gem_core.vector.execution`).
     blocking: ClassVar[bool] = False
 
     #: Whether the first calls of a subclass's :attr:`_watched_methods` (where it defines them)
