@@ -39,20 +39,20 @@ class _PackageAlias(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     def __init__(self, old: str, new: str):
         self.old, self.new = old, new
 
-    def target(self, name: str) -> str:
+    def new_name(self, name: str) -> str:
         return self.new + name[len(self.old):]
 
     def find_spec(self, name: str, path=None, target=None) -> ModuleSpec | None:
         if not name.startswith(self.old + "."):
             return None
-        found = importlib.util.find_spec(self.target(name))
+        found = importlib.util.find_spec(self.new_name(name))
         if found is None:
             return None
         return importlib.util.spec_from_loader(name, self, origin=found.origin,
                                                is_package=found.submodule_search_locations is not None)
 
     def create_module(self, spec: ModuleSpec) -> ModuleType:
-        module = importlib.import_module(self.target(spec.name))
+        module = importlib.import_module(self.new_name(spec.name))
         spec.loader_state = module.__spec__
         return module
 
@@ -62,5 +62,5 @@ class _PackageAlias(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 
     def get_code(self, name: str):
         """The new module's code, for ``python -m old.X``."""
-        spec = importlib.util.find_spec(self.target(name))
+        spec = importlib.util.find_spec(self.new_name(name))
         return spec.loader.get_code(spec.name)
