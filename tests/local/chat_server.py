@@ -22,8 +22,8 @@ class ChatServer:
     """``with ChatServer(folder, name) as server: server.base_url ...``"""
 
     def __init__(self, model_dir: Path, name: str, *, api_key: str | None = None, delay: float = 0.05):
-        from gem_adapters.local.models import load_model, load_tokenizer
-        from gem_adapters.local.sampling import LocalPolicy, SamplingSettings
+        from gem_trainer.models import load_model, load_tokenizer
+        from gem_trainer.sampling import LocalPolicy, SamplingSettings
 
         self.name, self.api_key, self.delay = name, api_key, delay
         self.tokenizer = load_tokenizer(model_dir)
