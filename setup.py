@@ -2,7 +2,8 @@
 
 from setuptools import find_packages, setup
 
-FOLDERS = {"gem_core": "gem_core", "gem_envs": "envs_plugins", "gem_adapters": "adapters"}
+FOLDERS = {"gem_core": "gem_core", "gem_envs": "envs_plugins", "gem_adapters": "adapters",
+           "gem_trainer": "trainer"}
 
 setup(
     packages=[

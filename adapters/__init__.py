@@ -1,2 +1,3 @@
-"""GEM adapters for training libraries: one subpackage per library, plus ``local``, the built-in
-single-machine trainer. Each is installed with its extra, e.g. ``pip install gem-adapters[verl]``."""
+"""GEM adapters for training libraries: one subpackage per library, each installed with its extra,
+e.g. ``pip install gem-adapters[verl]``. The built-in single-machine trainer is :mod:`gem_trainer`
+(``gem_adapters.local`` is its former name)."""

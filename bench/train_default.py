@@ -81,15 +81,15 @@ def _weighted(records: list[dict[str, Any]], rate: str, seconds: str) -> float:
 def bare_figures(extra: list[str]) -> dict[str, float]:
     """Tokens per second of a bare batched generate and a bare LoRA forward+backward with the
     default model, batch and lengths (the settings ``gem train`` would use with ``extra``)."""
-    from gem_adapters.local.runtime import prefer_passive_openmp
+    from gem_trainer.runtime import prefer_passive_openmp
 
     prefer_passive_openmp()
     import torch
 
     import gem_core
-    from gem_adapters.local.cli import train as train_command
-    from gem_adapters.local.cli import train_config
-    from gem_adapters.local.models import LoraSettings, load_model, load_tokenizer, resolve_model
+    from gem_trainer.cli import train as train_command
+    from gem_trainer.cli import train_config
+    from gem_trainer.models import LoraSettings, load_model, load_tokenizer, resolve_model
 
     flags = dict(train_command.make_context("gem train", list(extra)).params)
     config = train_config(flags.pop("config_file"), flags.pop("resume"),

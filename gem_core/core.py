@@ -1,4 +1,5 @@
-"""The environment and wrapper base classes: :class:`Env`, :class:`Wrapper`, and
+"""The environment and wrapper base classes: :class:`Env` (one agent), :class:`BaseEnv` (what it
+shares with :class:`~gem_core.multiagent.MultiAgentEnv`), :class:`Wrapper`, and
 :class:`ResultWrapper` for wrappers that rewrite what the inner environment returns.
 
 An environment is a multi-turn text task: ``reset`` returns the first observation, ``step``
@@ -17,7 +18,11 @@ import warnings
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from gem_core.errors import SingleAgentRequiredError
+
 if TYPE_CHECKING:
+    from typing import Self  # Python 3.11; annotations are not evaluated at run time
+
     import numpy as np
 
     from gem_core.registry import EnvSpec
@@ -26,24 +31,14 @@ ResetResult = tuple[str, dict[str, Any]]
 StepResult = tuple[str, float, bool, bool, dict[str, Any]]
 
 
-class Env:
-    """A multi-turn text environment.
+class BaseEnv:
+    """What every environment shares, single-agent (:class:`Env`) or multi-agent
+    (:class:`~gem_core.multiagent.MultiAgentEnv`): the spec it was made from, per-instance
+    generators seeded by ``reset(seed)``, ``clone``, ``close`` and use as a context manager.
 
-    Subclasses implement :meth:`reset` (calling ``super().reset(seed)`` first) and :meth:`step`,
-    and draw every random number from :attr:`rng` (or :attr:`np_random`), so that the same seed
-    gives the same episode byte for byte (a class whose first ``reset`` or ``step`` changes the
-    global ``random``/``numpy.random`` state gets a :class:`GlobalRandomWarning`).
-    :meth:`sample_random_action` draws from :attr:`action_rng` instead, so sampling an action
-    never changes the episode.
-
-    Contract:
-
-    * ``step`` accepts any string, however malformed or huge, and returns a valid transition;
-      unparseable actions get the format-error penalty the environment documents.
-    * ``sample_random_action`` returns a well-formed action.
-    * ``clone`` returns an independent copy in the same state (for rolling out several times from
-      one start state). The default deep-copies the environment; environments holding processes
-      or connections override it.
+    The two kinds are apart, as PettingZoo keeps its multi-agent bases apart from Gymnasium's
+    ``Env``: their ``reset`` and ``step`` take and return different things, so code written for
+    one kind takes only that kind (``isinstance(env, Env)``).
     """
 
     #: Set by :func:`gem_core.make` to the spec the environment was made from.
@@ -51,54 +46,38 @@ class Env:
     #: True when ``step``/``reset`` wait on I/O (subprocesses, servers, sleeps). Vector
     #: environments in async mode run such steps concurrently in worker threads and run the
     #: others inline, so cheap CPU-bound environments never pay a thread hop. A class that does
-    #: not set it has its first calls timed instead (see :mod:`gem_core.vector.base`).
+    #: not set it has its first calls timed instead (see :mod:`gem_core.vector.execution`).
     blocking: ClassVar[bool] = False
 
-    #: Whether the first ``reset`` and ``step`` of a subclass are watched for draws from the
-    #: global ``random``/``numpy.random`` state (see :class:`GlobalRandomWarning`).
+    #: Whether the first calls of a subclass's :attr:`_watched_methods` (where it defines them)
+    #: are watched for draws from the global ``random``/``numpy.random`` state (see
+    #: :class:`GlobalRandomWarning`).
     _watch_global_random: ClassVar[bool] = True
+    _watched_methods: ClassVar[tuple[str, ...]] = ("reset", "step")
 
     _seed: int | None = None
     _rng: random.Random | None = None
     _np_rng: np.random.Generator | None = None
     _action_rng: random.Random | None = None
 
-    def __init_subclass__(cls, **kwargs: Any) -> None:
+    def __init_subclass__(cls, watched: bool = True, **kwargs: Any) -> None:
+        """``watched=False`` marks a base class whose own methods draw nothing (its subclasses'
+        methods are watched)."""
         super().__init_subclass__(**kwargs)
-        if cls._watch_global_random:
-            for name in ("reset", "step"):
+        if cls._watch_global_random and watched:
+            for name in cls._watched_methods:
                 if name in cls.__dict__:
                     setattr(cls, name, _watched_once(cls, name, cls.__dict__[name]))
 
-    def reset(self, seed: int | None = None, **options: Any) -> ResetResult:
-        """Start a new episode and return ``(observation, info)``.
-
-        With ``seed`` the per-instance generators are re-seeded; without it they continue, so
-        successive episodes differ. Subclasses call ``super().reset(seed)`` first.
-        """
+    def _reseed(self, seed: int | None) -> None:
+        """Seed the generators for a new episode: from ``seed``, or afresh on the first episode;
+        without a seed later episodes continue the generators, so they differ."""
         if seed is not None or self._rng is None:
             self._seed_generators(seed)
-        return "", {}
 
-    def step(self, action: str) -> StepResult:
-        """Apply ``action`` and return ``(observation, reward, terminated, truncated, info)``."""
-        raise NotImplementedError(f"{type(self).__name__} does not implement step()")
-
-    async def areset(self, seed: int | None = None, **options: Any) -> ResetResult:
-        """Native-async ``reset``; the default runs :meth:`reset` inline."""
-        return self.reset(seed, **options)
-
-    async def astep(self, action: str) -> StepResult:
-        """Native-async ``step``; environments that wait on I/O may override it with real
-        ``await``s, which async vector environments then await directly."""
-        return self.step(action)
-
-    def sample_random_action(self) -> str:
-        """A random, well-formed action for the current state."""
-        raise NotImplementedError(f"{type(self).__name__} does not implement sample_random_action()")
-
-    def clone(self) -> Env:
-        """An independent copy of this environment, in the same state, generators included."""
+    def clone(self) -> Self:
+        """An independent copy of this environment, in the same state, generators included.
+        The default deep-copies it; environments holding processes or connections override it."""
         return copy.deepcopy(self)
 
     def close(self) -> None:
@@ -124,14 +103,21 @@ class Env:
 
     @property
     def action_rng(self) -> random.Random:
-        """The generator behind :meth:`sample_random_action`: seeded from the same seed as
-        :attr:`rng` but apart from it (as Gymnasium seeds an action space apart from its
-        environment), so an episode is the same whether its actions were sampled or given."""
-        if self._action_rng is None:
+        """The generator behind random actions: seeded from the same seed as :attr:`rng` but
+        apart from it (as Gymnasium seeds an action space apart from its environment), so an
+        episode is the same whether its actions were sampled or given."""
+        return self._derived_rng("_action_rng", "actions")
+
+    def _derived_rng(self, attribute: str, label: str) -> random.Random:
+        """The generator kept in ``attribute``: made on first use from the episode seed and
+        ``label``, so that it draws apart from :attr:`rng`."""
+        generator = getattr(self, attribute)
+        if generator is None:
             if self._rng is None:
                 self._seed_generators(None)
-            self._action_rng = random.Random(f"{self._seed}/actions")
-        return self._action_rng
+            generator = random.Random(f"{self._seed}/{label}")
+            setattr(self, attribute, generator)
+        return generator
 
     def _seed_generators(self, seed: int | None) -> None:
         self._seed = secrets.randbits(64) if seed is None else int(seed)
@@ -140,11 +126,11 @@ class Env:
         self._action_rng = None  # likewise
 
     @property
-    def unwrapped(self) -> Env:
+    def unwrapped(self) -> BaseEnv:
         """The innermost environment, beneath every wrapper."""
         return self
 
-    def __enter__(self) -> Env:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -155,22 +141,123 @@ class Env:
         return f"<{type(self).__name__} {name}>"
 
 
-class Wrapper(Env):
-    """Changes an environment's behaviour while keeping its interface.
+class Env(BaseEnv, watched=False):
+    """A multi-turn text environment, for one agent.
 
-    Attributes not defined on the wrapper are looked up on the wrapped environment at access time
-    (never copied), so a wrapper always sees the live state beneath it.
+    Subclasses implement :meth:`reset` (calling ``super().reset(seed)`` first) and :meth:`step`,
+    and draw every random number from :attr:`rng` (or :attr:`np_random`), so that the same seed
+    gives the same episode byte for byte (a class whose first ``reset`` or ``step`` changes the
+    global ``random``/``numpy.random`` state gets a :class:`GlobalRandomWarning`).
+    :meth:`sample_random_action` draws from :attr:`action_rng` instead, so sampling an action
+    never changes the episode.
+
+    Contract:
+
+    * ``step`` accepts any string, however malformed or huge, and returns a valid transition;
+      unparseable actions get the format-error penalty the environment documents.
+    * ``sample_random_action`` returns a well-formed action.
+    * ``clone`` returns an independent copy in the same state (for rolling out several times from
+      one start state). The default deep-copies the environment; environments holding processes
+      or connections override it.
     """
 
-    _watch_global_random = False  # a wrapper's calls run the wrapped environment's
+    def reset(self, seed: int | None = None, **options: Any) -> ResetResult:
+        """Start a new episode and return ``(observation, info)``.
 
-    def __init__(self, env: Env):
-        self.env = env
+        With ``seed`` the per-instance generators are re-seeded; without it they continue, so
+        successive episodes differ. Subclasses call ``super().reset(seed)`` first.
+        """
+        self._reseed(seed)
+        return "", {}
+
+    def step(self, action: str) -> StepResult:
+        """Apply ``action`` and return ``(observation, reward, terminated, truncated, info)``."""
+        raise NotImplementedError(f"{type(self).__name__} does not implement step()")
+
+    async def areset(self, seed: int | None = None, **options: Any) -> ResetResult:
+        """Native-async ``reset``; the default runs :meth:`reset` inline."""
+        return self.reset(seed, **options)
+
+    async def astep(self, action: str) -> StepResult:
+        """Native-async ``step``; environments that wait on I/O may override it with real
+        ``await``s, which async vector environments then await directly."""
+        return self.step(action)
+
+    def sample_random_action(self) -> str:
+        """A random, well-formed action for the current state (drawn from :attr:`action_rng`)."""
+        raise NotImplementedError(f"{type(self).__name__} does not implement sample_random_action()")
+
+
+def require_single_agent(env: Any, what: str) -> Any:
+    """``env``, unless it is a multi-agent environment: then a
+    :class:`~gem_core.errors.SingleAgentRequiredError` saying that ``what`` (the code given it)
+    takes a single-agent one, and naming the single-agent views and ``check_multiagent_env``."""
+    if isinstance(env, BaseEnv) and not isinstance(env, Env):
+        name = env.spec.id if env.spec is not None else type(env).__name__
+        raise SingleAgentRequiredError(
+            f"{name} is a multi-agent environment, and {what} takes a single-agent one: give it a "
+            f"single-agent view, the self_play or versus wrapper (gem_core.wrappers.seats; the built-in games "
+            f"register them as -selfplay and -vs-bot ids), or check it with check_multiagent_env.")
+    return env
+
+
+class Forwarding:
+    """Looks up on ``self.env`` what it does not define itself: attributes (at access time, never
+    copied, so it always sees the live state beneath it), the spec, ``blocking``, the generators
+    and ``unwrapped``; ``close`` closes ``self.env``. The common part of :class:`Wrapper` and the
+    single-agent views of multi-agent environments (:mod:`gem_core.wrappers.seats`)."""
+
+    env: Any
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("_") or name == "env":
             raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
         return getattr(self.env, name)
+
+    def close(self) -> None:
+        self.env.close()
+
+    @property
+    def spec(self) -> EnvSpec | None:
+        return self.env.spec
+
+    @property
+    def blocking(self) -> bool:
+        return self.env.blocking
+
+    @property
+    def rng(self) -> random.Random:
+        return self.env.rng
+
+    @property
+    def np_random(self) -> np.random.Generator:
+        return self.env.np_random
+
+    @property
+    def action_rng(self) -> random.Random:
+        return self.env.action_rng
+
+    @property
+    def unwrapped(self) -> BaseEnv:
+        return self.env.unwrapped
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__}{self.env!r}>"
+
+
+class Wrapper(Forwarding, Env):  # type: ignore[override]  # properties over BaseEnv's attributes
+    """Changes an environment's behaviour while keeping its interface.
+
+    Attributes not defined on the wrapper are looked up on the wrapped environment at access time
+    (never copied), so a wrapper always sees the live state beneath it. A wrapper wraps a
+    single-agent :class:`Env`; a multi-agent environment becomes one through ``self_play`` or
+    ``versus`` first (:mod:`gem_core.wrappers.seats`).
+    """
+
+    _watch_global_random = False  # a wrapper's calls run the wrapped environment's
+
+    def __init__(self, env: Env):
+        self.env = require_single_agent(env, f"a wrapper ({type(self).__name__})")
 
     def reset(self, seed: int | None = None, **options: Any) -> ResetResult:
         return self.env.reset(seed, **options)
@@ -190,36 +277,6 @@ class Wrapper(Env):
 
     def sample_random_action(self) -> str:
         return self.env.sample_random_action()
-
-    def close(self) -> None:
-        self.env.close()
-
-    @property
-    def spec(self) -> EnvSpec | None:  # type: ignore[override]
-        return self.env.spec
-
-    @property
-    def blocking(self) -> bool:  # type: ignore[override]
-        return self.env.blocking
-
-    @property
-    def rng(self) -> random.Random:
-        return self.env.rng
-
-    @property
-    def np_random(self) -> np.random.Generator:
-        return self.env.np_random
-
-    @property
-    def action_rng(self) -> random.Random:
-        return self.env.action_rng
-
-    @property
-    def unwrapped(self) -> Env:
-        return self.env.unwrapped
-
-    def __repr__(self) -> str:
-        return f"<{type(self).__name__}{self.env!r}>"
 
 
 class ResultWrapper(Wrapper):
@@ -257,8 +314,9 @@ def _overrides(wrapper: Wrapper, method: str) -> bool:
 
 class GlobalRandomWarning(UserWarning):
     """An environment class changed the global ``random`` or ``numpy.random`` state in its first
-    ``reset`` or ``step``: its episodes do not follow the seed given to ``reset`` (and it disturbs
-    other code's random numbers). Draw from ``self.rng`` / ``self.np_random`` instead."""
+    ``reset`` or ``step`` (or, multi-agent, ``start`` or ``_process_actions``): its episodes do
+    not follow the seed given to ``reset`` (and it disturbs other code's random numbers). Draw
+    from ``self.rng`` / ``self.np_random`` instead."""
 
 
 def _global_random_state() -> tuple[Any, ...]:

@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from gem_core.core import Env
+from gem_core.core import BaseEnv, Env, require_single_agent
 from gem_core.errors import GemError
 
 #: Actions an LLM may write that no environment may fail on: empty, whitespace, control
@@ -120,17 +120,14 @@ def check_env(env: Env | str | Callable[[], Env], *, steps: int = 50, seed: int 
     check and how it failed. Recommendations not followed are :class:`EnvCheckWarning` warnings
     (unless ``warn`` is False) and ``"warning"`` results.
     """
-    from gem_core.multiagent import MultiAgentEnv
-
     runner = _Runner(_factory(env, make_kwargs), _SingleAgent(), steps, seed, max_episode_steps, actions)
-    if isinstance(runner.main, MultiAgentEnv):
+    if not isinstance(runner.main, Env):
         runner.close()
-        raise GemError(f"{runner.name} is a multi-agent environment: check it with check_multiagent_env, or check a "
-                       f"single-agent view of it (self_play, versus).")
+        require_single_agent(runner.main, "check_env")
     return runner.run(skip, warn)
 
 
-def check_multiagent_env(env: Env | str | Callable[[], Env], *, steps: int = 50, seed: int = 0,
+def check_multiagent_env(env: BaseEnv | str | Callable[[], BaseEnv], *, steps: int = 50, seed: int = 0,
                          max_episode_steps: int = 1000, actions: Sequence[str] = WEIRD_ACTIONS,
                          skip: Iterable[str] = (), warn: bool = True, **make_kwargs: Any) -> list[CheckResult]:
     """Check a :class:`~gem_core.multiagent.MultiAgentEnv` against the contract, as
@@ -147,7 +144,8 @@ def check_multiagent_env(env: Env | str | Callable[[], Env], *, steps: int = 50,
     return runner.run(skip, warn)
 
 
-def _factory(env: Env | str | Callable[[], Env], make_kwargs: dict[str, Any]) -> tuple[Callable[[], Env], bool]:
+def _factory(env: BaseEnv | str | Callable[[], BaseEnv],
+             make_kwargs: dict[str, Any]) -> tuple[Callable[[], BaseEnv], bool]:
     """A maker of new instances, and whether they start un-reset."""
     if isinstance(env, str):
         from gem_core.registry import make
@@ -156,7 +154,7 @@ def _factory(env: Env | str | Callable[[], Env], make_kwargs: dict[str, Any]) ->
         return (lambda: make(env, **make_kwargs)), True
     if make_kwargs:
         raise GemError(f"check_env takes constructor keywords ({', '.join(make_kwargs)}) only with an id.")
-    if isinstance(env, Env):
+    if isinstance(env, BaseEnv):
         snapshot = copy.deepcopy(env)
         return (lambda: copy.deepcopy(snapshot)), snapshot.unwrapped._rng is None
     if callable(env):
@@ -292,19 +290,21 @@ def _difference(first: _Transcript, second: _Transcript) -> str:
 
 
 class _Runner:
-    def __init__(self, factory: tuple[Callable[[], Env], bool], driver: Any, steps: int, seed: int,
+    def __init__(self, factory: tuple[Callable[[], BaseEnv], bool], driver: Any, steps: int, seed: int,
                  max_episode_steps: int, actions: Sequence[str]):
         self.make, self.fresh_unreset = factory
         self.actions = tuple(actions)
         self.driver, self.steps, self.seed, self.max_episode_steps = driver, steps, seed, max_episode_steps
-        self.made: list[Env] = []
+        self.made: list[BaseEnv] = []
         self.main = self.new()
         self.name = self.main.spec.id if self.main.spec is not None else type(self.main.unwrapped).__name__
 
-    def new(self) -> Env:
+    def new(self) -> Any:
+        """A new instance: an ``Env`` or a ``MultiAgentEnv``, played through the driver."""
         env = self.make()
-        if not isinstance(env, Env):
-            raise GemError(f"The environment to check is a {type(env).__name__}, not a gem_core.Env.")
+        if not isinstance(env, BaseEnv):
+            raise GemError(f"The environment to check is a {type(env).__name__}, not a gem_core.Env "
+                           f"or gem_core.MultiAgentEnv.")
         self.made.append(env)
         return env
 
@@ -355,7 +355,7 @@ class _Runner:
 
     # Playing
 
-    def play(self, env: Env, seed: int | None, actions: list[Any] | None = None, other: Env | None = None,
+    def play(self, env: BaseEnv, seed: int | None, actions: list[Any] | None = None, other: BaseEnv | None = None,
              steps: int | None = None) -> _Transcript:
         """``steps`` steps from ``reset(seed)``, with sampled actions or the given ones, resetting
         (without a seed) when an episode ends; with ``other``, a random step of it between steps."""
@@ -498,7 +498,7 @@ class _Runner:
             raise _Failure(f"a clone changed when the original and another clone were stepped (shared state); "
                            f"{_difference(original, kept)}")
 
-    def _continue(self, env: Env, actions: list[Any] | None = None) -> _Transcript:
+    def _continue(self, env: BaseEnv, actions: list[Any] | None = None) -> _Transcript:
         """Steps from where ``env`` is, until ``self.steps`` steps or the episode's end."""
         transcript = _Transcript([], [], [])
         for turn in range(self.steps if actions is None else len(actions)):

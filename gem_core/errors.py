@@ -98,6 +98,12 @@ class MissingDependencyError(GemError, ImportError):
         )
 
 
+class SingleAgentRequiredError(GemError, TypeError):
+    """A multi-agent environment was given to code that takes a single-agent ``Env`` (a wrapper,
+    a vector environment, ``check_env``, ``gem train``/``gem eval``): give it a single-agent view
+    (``self_play``, ``versus``) instead."""
+
+
 class _NoDefault:
     def __repr__(self) -> str:
         return "<required>"

@@ -30,7 +30,7 @@ import random
 from collections.abc import Sequence
 from typing import Any
 
-from gem_core.core import Env
+from gem_core.core import BaseEnv
 from gem_core.episodes import Episode, Turn
 from gem_core.errors import GemError
 
@@ -109,14 +109,22 @@ class AgentSelector:
         self.selected = self._agents[self._index]
 
 
-class MultiAgentEnv(Env):
-    """Base class of multi-agent environments; see the module documentation."""
+class MultiAgentEnv(BaseEnv, watched=False):
+    """Base class of multi-agent environments; see the module documentation.
+
+    Not an :class:`~gem_core.core.Env`: ``reset`` and ``step`` take and return one value per
+    agent, so code written for one agent (wrappers, vector environments, episode collection,
+    trainers) takes a single-agent view of it (:mod:`gem_core.wrappers.seats`). What the two
+    kinds share (the spec, seeded generators, ``clone``, ``close``, ``with``) is
+    :class:`~gem_core.core.BaseEnv`.
+    """
 
     #: Agent names in seat order; subclasses set them (in ``__init__`` or as a class attribute).
     possible_agents: list[str] = []
     #: ``"sequential"`` (turn-taking) or ``"parallel"`` (simultaneous moves).
     mode: str = "sequential"
     _started = False  # set by the first reset
+    _watched_methods = ("reset", "step", "start", "_process_actions")  # where subclasses draw
 
     def __init__(self) -> None:
         self.agents: list[str] = []
@@ -147,20 +155,17 @@ class MultiAgentEnv(Env):
     def bot_rng(self) -> random.Random:
         """The generator of the scripted bots (seeded from the episode seed, apart from
         :attr:`rng` and :attr:`action_rng`), so bots replay with the seed."""
-        if self._bot_rng is None:
-            if self._rng is None:
-                self._seed_generators(None)
-            self._bot_rng = random.Random(f"{self._seed}/bots")
-        return self._bot_rng
+        return self._derived_rng("_bot_rng", "bots")
 
     def _seed_generators(self, seed: int | None) -> None:
         super()._seed_generators(seed)
         self._bot_rng = None
 
-    def reset(self, seed: int | None = None, **options: Any) -> tuple[dict[str, str], dict[str, dict[str, Any]]]:  # type: ignore[override]
+    def reset(self, seed: int | None = None, **options: Any) -> tuple[dict[str, str], dict[str, dict[str, Any]]]:
         """Start an episode with every possible agent (:meth:`start` sets up the game's own
-        state); returns ``(observations, infos)`` per agent."""
-        super().reset(seed)
+        state); returns ``(observations, infos)`` per agent. ``seed`` seeds the generators as a
+        single-agent ``reset`` does."""
+        self._reseed(seed)
         self._started = True
         self.agents = list(self.possible_agents)
         self.terminations = {agent: False for agent in self.agents}
@@ -189,7 +194,7 @@ class MultiAgentEnv(Env):
         """The agents whose actions the next :meth:`step` takes."""
         return self.agent_selector.get_active_agents() if self.agent_selector is not None else list(self.agents)
 
-    def step(self, actions: dict[str, str]) -> AgentDicts:  # type: ignore[override]
+    def step(self, actions: dict[str, str]) -> AgentDicts:
         """Apply one action per active agent; returns observations, rewards, terminations,
         truncations and infos, each keyed by agent."""
         if not isinstance(actions, dict):
@@ -288,6 +293,8 @@ class MultiAgentEnv(Env):
         raise NotImplementedError(f"{type(self).__name__} has no scripted bot")
 
     def sample_random_action(self) -> str:
+        """Not for a multi-agent environment (it samples per agent): a clear error naming
+        :meth:`random_action` and the single-agent views."""
         raise GemError("A multi-agent environment samples per agent: use random_action(agent), or a "
                        "single-agent view (self_play, versus).")
 
@@ -296,9 +303,8 @@ class MultiAgentEnv(Env):
         raise NotImplementedError(f"{type(self).__name__} does not implement random_action()")
 
 
-def is_multiagent(env: Env) -> bool:
-    """Whether ``env`` (or what it wraps) is a multi-agent environment with no single-agent view
-    on top."""
+def is_multiagent(env: object) -> bool:
+    """Whether ``env`` is a multi-agent environment (not a single-agent view of one)."""
     return isinstance(env, MultiAgentEnv)
 
 

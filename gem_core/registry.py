@@ -9,7 +9,7 @@ look-up); scripts may also call :func:`register` directly.
 What an entry's target is, per registry:
 
 * environment (:data:`ENVS`): an :class:`EnvSpec` whose entry point returns an
-  :class:`~gem_core.core.Env`;
+  :class:`~gem_core.core.Env` or a :class:`~gem_core.multiagent.MultiAgentEnv`;
 * wrapper: a callable ``factory(env, **options) -> Env`` (usually a :class:`~gem_core.Wrapper`
   subclass);
 * tool: a callable ``factory(**options)`` returning a tool object;
@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
-from gem_core.core import Env
+from gem_core.core import BaseEnv, Env
 from gem_core.errors import (
     _NO_DEFAULT,
     DuplicateRegistrationError,
@@ -82,12 +82,12 @@ class EnvSpec:
     """Everything needed to make an environment by id.
 
     ``id`` has the form ``category:Name-vN[-variant]``; ``entry_point`` is ``"module:Class"`` (or
-    a callable) returning an :class:`~gem_core.core.Env`; ``kwargs`` are the constructor's
-    defaults for this id; ``wrappers`` names registered wrappers applied by :func:`make`, innermost
-    first, each a name or a ``(name, options)`` pair; ``offline`` is False when the environment
-    needs data that must be downloaded first; ``requires`` maps the modules it imports beyond
-    GEM's own to the extra that installs them (``{"reasoning_gym": "envs"}``); ``source`` is the
-    plugin (or module) that registered it.
+    a callable) returning an :class:`~gem_core.core.Env` (or a multi-agent environment);
+    ``kwargs`` are the constructor's defaults for this id; ``wrappers`` names registered wrappers
+    applied by :func:`make`, innermost first, each a name or a ``(name, options)`` pair;
+    ``offline`` is False when the environment needs data that must be downloaded first;
+    ``requires`` maps the modules it imports beyond GEM's own to the extra that installs them
+    (``{"reasoning_gym": "envs"}``); ``source`` is the plugin (or module) that registered it.
     """
 
     id: str
@@ -385,10 +385,10 @@ def _make_from_spec(env_spec: EnvSpec, kwargs: Mapping[str, Any]) -> Env:
             raise EnvArgumentError(env_spec.id, unknown, accepted)
     merged = {**env_spec.kwargs, **kwargs}
     env = constructor(**merged)
-    if not isinstance(env, Env):
+    if not isinstance(env, BaseEnv):
         raise GemError(
             f"Entry point {env_spec.entry_point_name} of {env_spec.id} returned "
-            f"{type(env).__name__}, not a gem_core.Env."
+            f"{type(env).__name__}, not a gem_core.Env or gem_core.MultiAgentEnv."
         )
     env.unwrapped.spec = dataclasses.replace(env_spec, kwargs=merged) if kwargs else env_spec
     if env_spec.wrappers:

@@ -25,9 +25,9 @@ cd "$work"   # away from the source tree
 "$work/venv/bin/python" - "$work/venv" <<'PY'
 import sys
 
-import gem_core, gem_envs, gem_adapters
+import gem_core, gem_envs, gem_adapters, gem_trainer
 
-for module in (gem_core, gem_envs, gem_adapters):
+for module in (gem_core, gem_envs, gem_adapters, gem_trainer):
     assert module.__file__.startswith(sys.argv[1]), f"{module.__name__} comes from {module.__file__}, not the wheel"
 
 checks = {  # one environment per pack whose files ship as package data

@@ -60,7 +60,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from gem_adapters.local.runtime import prefer_passive_openmp
+from gem_trainer.runtime import prefer_passive_openmp
 
 EASY_GAME = "game:GuessTheNumber-v0-easy"
 LONG_GAME = "game:GuessTheNumber-v0"
@@ -78,33 +78,21 @@ PRESETS: dict[str, dict[str, Any]] = {
 #: The game of the gamma experiment, per preset.
 GAMMA_GAME = {"cpu": EASY_GAME, "gpu": LONG_GAME, "vision": LONG_GAME, "frameworks": EASY_GAME}
 
+REBN_VS_REINFORCE = {"ReBN": {"estimator": "rebn", "gamma": 0.9}, "REINFORCE": {"estimator": "reinforce", "gamma": 0.9}}
+GAMMAS = {"gamma 0.9": {"estimator": "rebn", "gamma": 0.9}, "gamma 0.999": {"estimator": "rebn", "gamma": 0.999}}
+
 #: experiment -> (environment, or None for the preset's gamma game; metric; the arm the paper
 #: favours is "higher" or "lower" on it, or "same" when the arms should agree; {arm label:
 #: settings}, the favoured arm first; settings with "framework": "trl" run through TRL)
 EXPERIMENTS: dict[str, tuple[str | None, str, str, dict[str, dict[str, Any]]]] = {
-    "rebn_vs_reinforce": (EASY_GAME, "success_rate", "higher", {
-        "ReBN": {"estimator": "rebn", "gamma": 0.9},
-        "REINFORCE": {"estimator": "reinforce", "gamma": 0.9},
-    }),
-    "gamma": (None, "turns_per_episode", "lower", {
-        "gamma 0.9": {"estimator": "rebn", "gamma": 0.9},
-        "gamma 0.999": {"estimator": "rebn", "gamma": 0.999},
-    }),
+    "rebn_vs_reinforce": (EASY_GAME, "success_rate", "higher", REBN_VS_REINFORCE),
+    "gamma": (None, "turns_per_episode", "lower", GAMMAS),
     "vision": (VISUAL_TASK, "success_rate", "higher", {
         "ReBN": {"estimator": "rebn", "gamma": 0.9},
     }),
-    "sparse_rebn_vs_reinforce": (EASY_SPARSE_GAME, "success_rate", "higher", {
-        "ReBN": {"estimator": "rebn", "gamma": 0.9},
-        "REINFORCE": {"estimator": "reinforce", "gamma": 0.9},
-    }),
-    "sparse_gamma": (LONG_SPARSE_GAME, "turns_per_success", "lower", {
-        "gamma 0.9": {"estimator": "rebn", "gamma": 0.9},
-        "gamma 0.999": {"estimator": "rebn", "gamma": 0.999},
-    }),
-    "tool_rebn_vs_reinforce": (TOOL_TASK, "tool_call_rate", "higher", {
-        "ReBN": {"estimator": "rebn", "gamma": 0.9},
-        "REINFORCE": {"estimator": "reinforce", "gamma": 0.9},
-    }),
+    "sparse_rebn_vs_reinforce": (EASY_SPARSE_GAME, "success_rate", "higher", REBN_VS_REINFORCE),
+    "sparse_gamma": (LONG_SPARSE_GAME, "turns_per_success", "lower", GAMMAS),
+    "tool_rebn_vs_reinforce": (TOOL_TASK, "tool_call_rate", "higher", REBN_VS_REINFORCE),
     "frameworks": (EASY_GAME, "success_rate", "same", {
         "gem train": {"estimator": "rebn", "gamma": 0.9, "group_size": 2},
         "TRL": {"estimator": "rebn", "gamma": 0.9, "group_size": 2, "framework": "trl"},
@@ -156,8 +144,8 @@ def run_experiments(args: argparse.Namespace) -> dict[str, Any]:
     prefer_passive_openmp()
     import torch
 
-    from gem_adapters.local.config import build_config
-    from gem_adapters.local.trainer import Trainer
+    from gem_trainer.config import build_config
+    from gem_trainer.trainer import Trainer
 
     preset_name = args.preset or ("gpu" if torch.cuda.is_available() else "cpu")
     preset = dict(PRESETS[preset_name])
@@ -255,7 +243,7 @@ def play_in_processes(runs: dict[tuple[Any, ...], tuple[Path, Any, str]], jobs: 
                       logs: Path) -> dict[tuple[Any, ...], list[dict[str, Any]]]:
     """Play each run as a `gem train --config` process, ``jobs`` at once (each log under ``logs``);
     the records of those that finished. A failed run is reported and left out."""
-    from gem_adapters.local.config import save_config
+    from gem_trainer.config import save_config
 
     logs.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ)
@@ -288,10 +276,10 @@ def trl_run(recipe: dict[str, Any], folder: Path) -> list[dict[str, Any]]:
 
     from gem_adapters.common.dataset import alternating_starts, first_observation
     from gem_adapters.common.options import EpisodeOptions
-    from gem_adapters.local.config import LORA_LR
     from gem_adapters.trl.config import dataset_row
     from gem_adapters.trl.train import model_path
     from gem_adapters.trl.trainer import GemGRPOTrainer
+    from gem_trainer.config import LORA_LR
 
     env_id, settings, preset, seed, model = (recipe[k] for k in ("env", "settings", "preset", "seed", "model"))
     group = settings["group_size"]
@@ -330,8 +318,8 @@ def finished_trl_run(folder: Path, recipe: dict[str, Any]) -> list[dict[str, Any
 def finished_run(folder: Path, config: Any) -> list[dict[str, Any]] | None:
     """The records of a run that an earlier call finished in ``folder`` with the same settings,
     or None (so adding seeds to a finished experiment plays only the new ones)."""
-    from gem_adapters.local.config import build_config, load_config_file
-    from gem_adapters.local.metrics import MetricsLog
+    from gem_trainer.config import build_config, load_config_file
+    from gem_trainer.metrics import MetricsLog
 
     try:  # a setting added to gem train since the run was played counts at its default
         saved = build_config(load_config_file(folder / "config.yaml")).to_dict()

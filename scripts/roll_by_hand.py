@@ -256,7 +256,7 @@ def main() -> int:
 
     tokenizer_dir = os.environ.get("ROLL_TOKENIZER")
     if not tokenizer_dir:
-        from gem_adapters.local.models import default_model_dir
+        from gem_trainer.models import default_model_dir
 
         tokenizer_dir = str(default_model_dir(weights=False))
     tokenizer = AutoTokenizer.from_pretrained(tokenizer_dir)

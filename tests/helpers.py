@@ -1,5 +1,6 @@
 """Helpers shared by the tests."""
 
+import json
 import os
 import re
 import socket
@@ -9,6 +10,7 @@ import textwrap
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -121,3 +123,42 @@ def kill_ray_host(pool_name: str, index: int) -> None:
             return
         time.sleep(0.05)
     raise AssertionError("the host did not end")
+
+
+def send_json(handler: BaseHTTPRequestHandler, status: int, payload: object) -> None:
+    """Answer the request ``handler`` serves with ``payload`` as JSON (the tests' stub servers)."""
+    data = json.dumps(payload).encode()
+    handler.send_response(status)
+    handler.send_header("Content-Type", "application/json")
+    handler.send_header("Content-Length", str(len(data)))
+    handler.end_headers()
+    handler.wfile.write(data)
+
+
+def assert_single_answer_misuse_is_clear(env, action: str) -> None:
+    """``step`` before ``reset``, and a second answer to a one-answer question, are GemErrors that
+    say to reset (``env`` is fresh; it is left reset and answered)."""
+    import pytest
+
+    from gem_core.errors import GemError
+
+    with pytest.raises(GemError, match="reset"):
+        env.step(action)
+    env.reset(seed=0)
+    env.step(action)
+    with pytest.raises(GemError, match="reset"):
+        env.step(action)
+
+
+def offline_data_error(env_id: str, hf_home: Path) -> str:
+    """The DataNotFoundError message of making ``env_id`` in a fresh process with an empty Hugging
+    Face cache (``hf_home``) and the hub offline."""
+    done = run_python(f"""
+        import gem_core
+        try:
+            gem_core.make({env_id!r})
+        except gem_core.DataNotFoundError as e:
+            print("DataNotFoundError:", e)
+    """, env={"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "HF_HOME": str(hf_home)})
+    assert done.returncode == 0 and "DataNotFoundError:" in done.stdout, done.stdout + done.stderr
+    return done.stdout.split("DataNotFoundError:", 1)[1].strip()

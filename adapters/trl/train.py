@@ -55,7 +55,7 @@ def build_trainer(gem: GemArguments, grpo) -> object:
 
 def model_path(model: str) -> str:
     """``smollm2`` is the built-in model (converted once, offline); anything else goes to TRL as is."""
-    from gem_adapters.local.models import DEFAULT_MODEL, resolve_model
+    from gem_trainer.models import DEFAULT_MODEL, resolve_model
 
     return str(resolve_model(model)) if model == DEFAULT_MODEL else model
 

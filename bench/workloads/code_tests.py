@@ -16,12 +16,13 @@ output is the JSON of the metrics. The reference needs ``datasets`` in its envir
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
+
+from _protocol import parser as workload_parser
 
 CONCURRENT = 8
 
@@ -96,9 +97,7 @@ def run_concurrently(impl: str, threads: int, episodes_each: int) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--impl", choices=("ours", "reference"), default="ours")
-    parser.add_argument("--quick", action="store_true", help="fewer episodes")
+    parser = workload_parser(__doc__, "fewer episodes")
     parser.add_argument("--episodes", type=int, default=None, help="episodes to time (default 200, quick 16); a quarter of them per thread with 8 threads")
     args = parser.parse_args()
     os.environ["PATH"] = os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")

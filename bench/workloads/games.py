@@ -21,13 +21,14 @@ stderr and left out.
 
 from __future__ import annotations
 
-import argparse
 import json
 import random
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+from _protocol import parser as workload_parser
 
 GAMES = (
     "GuessTheNumber", "Mastermind", "Minesweeper", "Wordle", "Hangman", "FifteenPuzzle",
@@ -153,9 +154,7 @@ def reset_ms(make, env_id: str, max_resets: int, seconds: float, seed: int = 0) 
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--impl", choices=("ours", "reference"), default="ours")
-    parser.add_argument("--quick", action="store_true", help="the -easy variants only, short budgets")
+    parser = workload_parser(__doc__, "the -easy variants only, short budgets")
     parser.add_argument("--seconds", type=float, default=None, help="CPU seconds per id (default 0.3 with --quick, else 1.5)")
     parser.add_argument("--only", nargs="+", choices=GAMES, metavar="GAME", help="measure only these games")
     args = parser.parse_args()

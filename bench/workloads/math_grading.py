@@ -14,12 +14,13 @@ mean reward (a check that both grade alike). The reference's math environment im
 run exits with status 3 and says so.
 """
 
-import argparse
 import importlib.util
 import json
 import sys
 import time
 from pathlib import Path
+
+from _protocol import no_counterpart, parser as workload_parser
 
 FIXTURES = Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "math"
 REASONING = (
@@ -60,9 +61,8 @@ def make_env(impl: str, rows: list[dict[str, str]]):
         return gem_core.make("math:Math12K", dataset=rows, shuffle=False)
     missing = [m for m in ("datasets", "pylatexenc") if importlib.util.find_spec(m) is None]
     if missing:  # gem-llm 0.1.0 does not install what its math environment imports
-        print(f"The reference math environment imports {' and '.join(missing)}, which this "
-              f"interpreter lacks: {sys.executable} -m pip install {' '.join(missing)}", file=sys.stderr)
-        sys.exit(3)
+        no_counterpart(f"The reference math environment imports {' and '.join(missing)}, which this "
+                       f"interpreter lacks: {sys.executable} -m pip install {' '.join(missing)}")
     from datasets import Dataset
     import gem
     import pyarrow
@@ -84,9 +84,7 @@ def run(env, impl: str, episodes: int, wrong: dict[str, str]) -> tuple[float, fl
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--impl", choices=["ours", "reference"], default="ours")
-    parser.add_argument("--quick", action="store_true", help="fewer episodes")
+    parser = workload_parser(__doc__, "fewer episodes")
     parser.add_argument("--episodes", type=int, default=None, help="episodes to time (default 2000, 400 with --quick)")
     args = parser.parse_args()
     episodes = args.episodes or (400 if args.quick else 2000)

@@ -14,7 +14,6 @@ The last stdout line is the JSON object of the workload protocol; progress goes 
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import statistics
@@ -23,6 +22,8 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable
+
+from _protocol import parser as workload_parser, percentile
 
 ACTION = "<python>print(1 + 1)</python>"
 WARM_UP_ACTION = "<python>import time\ntime.sleep(0.3)\nprint(1 + 1)</python>"  # overlapping calls
@@ -102,15 +103,8 @@ def _progress(message: str) -> None:
     print(f"\r{message:<60}", end="", file=sys.stderr, flush=True)
 
 
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
-
-
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--impl", choices=["ours", "reference"], default="ours")
-    parser.add_argument("--quick", action="store_true", help="fewer calls (about 10 s in all)")
+    parser = workload_parser(__doc__, "fewer calls (about 10 s in all)")
     args = parser.parse_args()
     call = ours() if args.impl == "ours" else reference()
     call()  # warm up: the first call probes the interpreter and the sandbox

@@ -20,7 +20,6 @@ stdout line is the metrics JSON.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import random
@@ -30,6 +29,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from code_tests import action_for, rows  # noqa: E402  (the code workload's problems and answers)
+from _protocol import no_counterpart, parser as workload_parser  # noqa: E402
 
 SLOTS = 64
 CODE_SLOTS = 16
@@ -61,13 +61,10 @@ def code_rate(gem_core, episodes: int, **vec_options) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--impl", choices=["ours", "reference"], default="ours")
-    parser.add_argument("--quick", action="store_true", help="fewer steps and episodes (noisier)")
+    parser = workload_parser(__doc__, "fewer steps and episodes (noisier)")
     args = parser.parse_args()
     if args.impl == "reference":
-        print("The reference implementation has no Ray mode.", file=sys.stderr)
-        sys.exit(3)
+        no_counterpart("The reference implementation has no Ray mode.")
     import ray
     from ray.cluster_utils import Cluster
 

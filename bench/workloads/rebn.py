@@ -13,7 +13,6 @@ stdout line is one JSON object ``{"metrics": {name: {"value", "unit", "better"}}
 
 from __future__ import annotations
 
-import argparse
 import json
 import statistics
 import sys
@@ -21,6 +20,8 @@ import time
 from collections.abc import Callable
 
 import numpy as np
+
+from _protocol import no_counterpart, parser as workload_parser
 
 TURNS = 1_000_000
 TARGET_MS = 50.0
@@ -79,15 +80,12 @@ def plot_scaling(path: str, repeats: int) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--impl", choices=["ours", "reference"], default="ours")
-    parser.add_argument("--quick", action="store_true", help="fewer repeats")
+    parser = workload_parser(__doc__, "fewer repeats")
     parser.add_argument("--repeats", type=int, default=None, help="timed calls per measurement")
     parser.add_argument("--plot", metavar="PNG", help="also plot time against batch size into PNG")
     args = parser.parse_args()
     if args.impl == "reference":
-        print("The reference implementation has no batch ReBN function to measure.", file=sys.stderr)
-        sys.exit(3)
+        no_counterpart("The reference implementation has no batch ReBN function to measure.")
     from gem_core.estimators import rebn, rebn_flat
 
     repeats = args.repeats or (5 if args.quick else 30)

@@ -27,9 +27,10 @@ import threading
 import time
 from pathlib import Path
 
+from _protocol import no_counterpart, parser as workload_parser, percentile
+
 GAME = "game:GuessTheNumber-v0"
 SESSIONS = (1, 32)
-NO_COUNTERPART_EXIT = 3
 
 
 # ---- the same game behind OpenEnv's server classes -----------------------------------------
@@ -131,23 +132,14 @@ async def play(url: str, sessions: int, duration: float, seed: int) -> tuple[int
     return len(latencies), latencies + [time.perf_counter() - started]  # the wall time rides along
 
 
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
-
-
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--impl", choices=["ours", "reference"], default="ours")
-    parser.add_argument("--quick", action="store_true", help="shorter rounds (about 20 s in all)")
+    parser = workload_parser(__doc__, "shorter rounds (about 20 s in all)")
     parser.add_argument("--openenv-server", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.openenv_server:
         return run_openenv_server()
     if args.impl == "reference":
-        print("gem-llm has no environment server; this workload compares gem serve with OpenEnv's server",
-              file=sys.stderr)
-        sys.exit(NO_COUNTERPART_EXIT)
+        no_counterpart("gem-llm has no environment server; this workload compares gem serve with OpenEnv's server")
     try:
         import openenv  # noqa: F401
     except ImportError:

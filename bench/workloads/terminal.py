@@ -23,13 +23,14 @@ same on the container backend, the task's ``FROM`` mapped to that local image:
 
 from __future__ import annotations
 
-import argparse
 import json
 import statistics
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+
+from _protocol import no_counterpart, parser as workload_parser
 
 TASK = "csv-column-sum"
 ROOT = Path(__file__).resolve().parents[2]
@@ -113,14 +114,10 @@ def container_metrics(quick: bool) -> dict:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--impl", choices=["ours", "reference"], default="ours")
-    parser.add_argument("--quick", action="store_true", help="fewer commands and episodes")
+    parser = workload_parser(__doc__, "fewer commands and episodes")
     args = parser.parse_args()
     if args.impl == "reference":
-        print("The reference implementation's terminal environment needs Docker and ships no task to measure.",
-              file=sys.stderr)
-        sys.exit(3)
+        no_counterpart("The reference implementation's terminal environment needs Docker and ships no task to measure.")
     from gem_core.sandbox.python import Limits
     from gem_envs.terminal.sandbox import TerminalSandbox
 

@@ -47,6 +47,23 @@ CPU_CELLS = {
 }
 
 
+def blocking_env(base: type) -> type:
+    """An environment class on ``base`` (either implementation's ``Env``) whose step blocks for
+    ``LATENCY_S`` (a tool or server call), with episodes of ``EPISODE_LENGTH`` steps."""
+
+    class Blocking(base):  # type: ignore[valid-type,misc]
+        def reset(self, seed=None, **options):
+            self.t = 0
+            return "start", {}
+
+        def step(self, action):
+            time.sleep(LATENCY_S)
+            self.t += 1
+            return "observation", 0.0, self.t >= EPISODE_LENGTH, False, {}
+
+    return Blocking
+
+
 class Ours:
     def __init__(self) -> None:
         import gem_core
@@ -60,16 +77,7 @@ class Ours:
         return self.gem.make_vec(env_id, NUM_ENVS, mode=mode, autoreset="same_step")
 
     def blocking_vec(self, declared: bool = True) -> Any:
-        class Blocking(self.gem.Env):
-            def reset(self, seed=None, **options):
-                self.t = 0
-                return "start", {}
-
-            def step(self, action):
-                time.sleep(LATENCY_S)
-                self.t += 1
-                return "observation", 0.0, self.t >= EPISODE_LENGTH, False, {}
-
+        Blocking = blocking_env(self.gem.Env)
         if declared:
             Blocking.blocking = True  # else the vector environment finds out from the first calls
         return self.gem.make_vec([Blocking] * NUM_ENVS, mode="async", autoreset="same_step")
@@ -94,17 +102,7 @@ class Reference:
         from gem.core import Env
         from gem.vector.async_vector_env import AsyncVectorEnv
 
-        class Blocking(Env):
-            def reset(self, seed=None):
-                self.t = 0
-                return "start", {}
-
-            def step(self, action):
-                time.sleep(LATENCY_S)
-                self.t += 1
-                return "observation", 0.0, self.t >= EPISODE_LENGTH, False, {}
-
-        return AsyncVectorEnv(env_ids=["blocking"] * NUM_ENVS, env_fns=[Blocking] * NUM_ENVS)
+        return AsyncVectorEnv(env_ids=["blocking"] * NUM_ENVS, env_fns=[blocking_env(Env)] * NUM_ENVS)
 
 
 def steps_per_second(vec: Any, batches: list[list[str]]) -> float:

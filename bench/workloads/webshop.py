@@ -32,7 +32,6 @@ import sys
 import time
 from pathlib import Path
 
-NO_COUNTERPART_EXIT = 3
 WORDS = ("organic wireless leather cotton waterproof portable vintage bamboo steel ceramic travel "
          "mini large soft heavy duty natural smart classic slim").split()
 NOUNS = ("lamp shirt shoe tea shampoo deodorant bag bottle chair pillow blanket charger speaker "
@@ -123,17 +122,15 @@ def _label(count: int) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--impl", choices=("ours", "reference"), default="ours")
-    parser.add_argument("--quick", action="store_true", help="fewer episodes and 10,000 products")
+    from _protocol import no_counterpart, parser as workload_parser  # not at the top: tests import this module
+
+    parser = workload_parser(__doc__, "fewer episodes and 10,000 products")
     parser.add_argument("--episodes", type=int, default=None)
     parser.add_argument("--products", type=int, default=None, help="size of the generated catalogue (default 100,000)")
     parser.add_argument("--measure", help=argparse.SUPPRESS)  # internal: one measurement, in a child
     args = parser.parse_args()
     if args.impl == "reference":
-        print("The reference's WebShop needs Java, pyserini and a Hugging Face dataset: not runnable offline.",
-              file=sys.stderr)
-        sys.exit(NO_COUNTERPART_EXIT)
+        no_counterpart("The reference's WebShop needs Java, pyserini and a Hugging Face dataset: not runnable offline.")
     episodes = args.episodes or (5 if args.quick else 30)
     if args.measure:
         print(json.dumps(measure(json.loads(args.measure), episodes)))

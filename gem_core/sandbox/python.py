@@ -33,15 +33,12 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 
 from gem_core.sandbox import bubblewrap
+from gem_core.sandbox.bubblewrap import SandboxConfigError, SandboxError, SandboxUnavailableError  # noqa: F401
 from gem_core.sandbox.threads import tool_threads
-from gem_core.sandbox.bubblewrap import SandboxConfigError, SandboxError, SandboxUnavailableError
 
-__all__ = [
+__all__ = [  # the sandbox errors are importable from here too, and listed in gem_core.sandbox
     "Limits",
     "PythonResult",
-    "SandboxConfigError",
-    "SandboxError",
-    "SandboxUnavailableError",
     "SANDBOX_MODES",
     "arun_python",
     "run_python",

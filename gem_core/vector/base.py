@@ -1,4 +1,11 @@
-"""Vector environments: many environments stepped as one batch.
+"""The vector environment contract: many environments stepped as one batch.
+
+:class:`VectorEnv` keeps what every mode shares (seeds, autoreset, fault reports, quarantine,
+batched results); a subclass decides where the slots' calls run: one after another
+(:class:`~gem_core.vector.sync_env.SyncVectorEnv`), at the same time
+(:class:`~gem_core.vector.async_env.AsyncVectorEnv`, with the machinery of
+:mod:`gem_core.vector.execution`), or on the host actors of a Ray cluster
+(:class:`~gem_core.vector.ray_env.RayVectorEnv`).
 
 Results are batched: observations and infos as lists, rewards and the two done flags as numpy
 arrays, one entry per stepped slot in the order asked for.
@@ -43,20 +50,30 @@ equal seeds stay equal, which group estimators need).
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import secrets
-import time
 from collections.abc import Callable, Mapping, Sequence
 from enum import Enum
 from typing import Any, ClassVar
 
 import numpy as np
 
-from gem_core.core import Env, Wrapper
+from gem_core.core import BaseEnv, Env, require_single_agent
 from gem_core.errors import GemError
-from gem_core.vector.calls import Call, arun, checked_step, complete, describe_error, run
-from gem_core.vector.workers import BackgroundLoop, Countdown, WorkerPool
+from gem_core.vector.calls import Call, checked_step, close_quietly, complete, describe_error, run
+
+# Importable from here as before the execution machinery had its own module.
+from gem_core.vector.execution import (  # noqa: F401
+    AWAIT,
+    INLINE,
+    PROBE,
+    PROBE_CALLS,
+    PROBE_WAIT_S,
+    THREAD,
+    declared_blocking,
+    execution_kind,
+)
+from gem_core.vector.workers import BackgroundLoop
 
 logger = logging.getLogger("gem_core.vector")
 
@@ -67,12 +84,7 @@ FAULT = "fault"
 
 BatchStep = tuple[list[str], np.ndarray, np.ndarray, np.ndarray, list[dict[str, Any]]]
 BatchReset = tuple[list[str], list[dict[str, Any]]]
-
-# How a slot's calls run: in the caller's thread, in a worker thread, or awaited; or, in async mode
-# for an environment that does not declare ``blocking``, inline while its first calls are timed.
-INLINE, THREAD, AWAIT, PROBE = "inline", "thread", "await", "probe"
-PROBE_CALLS = 3  # calls timed before a probed environment's route is settled
-PROBE_WAIT_S = 0.0005  # mean time per call spent waiting (wall minus CPU) that sends calls to threads
+Row = tuple[str, float, bool, bool, dict[str, Any]]
 
 
 class AutoresetMode(str, Enum):
@@ -83,15 +95,14 @@ class AutoresetMode(str, Enum):
 
 
 class _Slot:
-    __slots__ = ("index", "env_id", "factory", "env", "route", "next_seed", "needs_reset", "timed", "waited", "busy")
+    __slots__ = ("index", "env_id", "factory", "env", "route", "next_seed", "needs_reset")
 
     def __init__(self, index: int, env_id: str, factory: Callable[[], Env]):
         self.index, self.env_id, self.factory = index, env_id, factory
         self.env: Env | None = None
-        self.route = INLINE
+        self.route = INLINE  # where the slot's calls run; the subclass's to choose
         self.next_seed = 0
         self.needs_reset = True
-        self.timed, self.waited, self.busy = 0, 0.0, 0.0  # probed calls, their wait and CPU seconds
 
 
 class VectorEnv:
@@ -101,6 +112,11 @@ class VectorEnv:
     environment that timed out or failed to reset. ``env_ids`` names the slots (default: each
     environment's spec id, or its class name). Use :class:`SyncVectorEnv` or
     :class:`AsyncVectorEnv`. Not thread-safe: one caller at a time.
+
+    A subclass runs the calls: it implements :meth:`_route` (where a new environment's calls
+    run), :meth:`_execute` and :meth:`_aexecute` (run a batch of :class:`~gem_core.vector.calls.Call`
+    objects, marking those it gave up on ``timed_out``), and may override :meth:`_step_rows` for a
+    cheaper step.
     """
 
     #: Whether slots' calls run at the same time (async) or one after another (sync).
@@ -129,11 +145,8 @@ class VectorEnv:
         self.num_envs = len(env_fns)
         self._slots = [_Slot(i, "", fn) for i, fn in enumerate(env_fns)]
         self._loop = BackgroundLoop(f"gem-vector-loop-{id(self):x}")
-        self._pool = WorkerPool(f"gem-vector-{id(self):x}")
-        self._threaded = 0  # slots whose calls run in worker threads
         self._reset_done = False
         self._closed = False
-        self._all_inline = True
         #: Slots taken out of service, with what their report says (see :meth:`quarantine`).
         self.quarantined: dict[int, dict[str, Any]] = {}
         try:
@@ -175,12 +188,7 @@ class VectorEnv:
 
         Returns ``(observations, rewards, terminated, truncated, infos)``.
         """
-        slots, actions = self._step_args(actions, indices)
-        if self._all_inline:  # no Call objects unless something out of the ordinary happens
-            return _batch([self._inline_row(i, action) for i, action in zip(slots, actions)])
-        calls = [self._step_call(i, action) for i, action in zip(slots, actions)]
-        self._execute(calls)
-        return _batch([self._row(call) for call in calls])
+        return _batch(self._step_rows(*self._step_args(actions, indices)))
 
     async def areset(self, seed: int | Sequence[int] | None = None,
                      indices: Sequence[int] | None = None) -> BatchReset:
@@ -211,7 +219,7 @@ class VectorEnv:
         :class:`~gem_core.GemError`."""
         slot = self._slots[self._indices([index])[0]]
         if slot.env is not None:
-            _close_quietly(slot.env)
+            close_quietly(slot.env)
             slot.env = None
         self.quarantined[slot.index] = {"slot": slot.index, "env_id": slot.env_id, **report}
         logger.warning("Slot %d (%s) is quarantined: %s", slot.index, slot.env_id,
@@ -227,10 +235,10 @@ class VectorEnv:
         if getattr(self, "_closed", True):
             return
         self._closed = True
-        self._pool.close()
+        self._stop_execution()
         for slot in self._slots:
             if slot.env is not None:
-                _close_quietly(slot.env)
+                close_quietly(slot.env)
                 slot.env = None
         self._loop.close()
 
@@ -247,6 +255,29 @@ class VectorEnv:
         ids = sorted(set(self.env_ids))
         shown = ", ".join(ids[:3]) + (", ..." if len(ids) > 3 else "")
         return f"<{type(self).__name__} {self.num_envs} x {shown} autoreset={self.autoreset.value}>"
+
+    # ---- what a subclass supplies -----------------------------------------------------------
+
+    def _route(self, env: Env) -> str:
+        """Where the calls of ``env``, a slot's new environment, run (the slot's ``route``)."""
+        raise NotImplementedError
+
+    def _execute(self, calls: list[Call]) -> None:
+        """Run ``calls`` (skipping finished ones) before returning."""
+        raise NotImplementedError
+
+    async def _aexecute(self, calls: list[Call]) -> None:
+        """:meth:`_execute` from a coroutine."""
+        raise NotImplementedError
+
+    def _step_rows(self, slots: Sequence[int], actions: Sequence[str]) -> list[Row]:
+        """Step ``slots`` with ``actions`` (checked) and return their rows."""
+        calls = [self._step_call(i, action) for i, action in zip(slots, actions)]
+        self._execute(calls)
+        return [self._row(call) for call in calls]
+
+    def _stop_execution(self) -> None:
+        """Release what runs the calls (threads), as the vector environment closes."""
 
     # ---- planning ---------------------------------------------------------------------------
 
@@ -294,22 +325,14 @@ class VectorEnv:
         slot = self._slots[index]
         return self._call(index, None if slot.needs_reset else action, slot.next_seed)
 
-    def _inline_row(self, index: int, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
-        """Step an inline slot in the caller's thread and return its row.
+    def _step_inline(self, index: int, action: str) -> Row:
+        """Step slot ``index`` in the caller's thread and return its row.
 
         The common case (a step within a running episode) returns the environment's result
         directly; resets, episode ends and failures go through a :class:`Call` and :meth:`_row`
         exactly as in the other execution paths.
         """
         slot = self._slots[index]
-        if slot.route == PROBE:
-            started, cpu_started = time.perf_counter(), time.thread_time()
-            slot.route = INLINE  # for the call itself
-            try:
-                return self._inline_row(index, action)
-            finally:
-                slot.route = PROBE
-                self._timed(slot, started, cpu_started)
         env = slot.env
         if slot.needs_reset or env is None:
             call = self._step_call(index, action)
@@ -362,150 +385,12 @@ class VectorEnv:
     def _build(self, slot: _Slot) -> None:
         env = slot.factory()
         if not isinstance(env, Env):
+            if isinstance(env, BaseEnv):  # a multi-agent environment
+                close_quietly(env)
+                require_single_agent(env, f"a vector environment (slot {slot.index})")
             raise GemError(f"The factory of slot {slot.index} returned {type(env).__name__}, not a gem_core.Env.")
-        from gem_core.multiagent import MultiAgentEnv
-
-        if isinstance(env, MultiAgentEnv):
-            env.close()
-            raise GemError(f"Slot {slot.index} holds a multi-agent environment ({_env_name(env)}), which a vector "
-                           "environment cannot step: use a single-agent view, the self_play or versus wrapper "
-                           "(e.g. its -selfplay or -vs-bot id).")
         slot.env = env
-        kind = execution_kind(env)
-        if kind == AWAIT:
-            slot.route = AWAIT
-        elif self.step_timeout is not None or (self.concurrent and kind == THREAD):
-            slot.route = THREAD
-        elif self.concurrent and declared_blocking(env) is None:
-            slot.route, slot.timed, slot.waited, slot.busy = PROBE, 0, 0.0, 0.0
-        else:
-            slot.route = INLINE
-        self._count_routes()
-
-    def _count_routes(self) -> None:
-        built = [s for s in self._slots if s.env is not None]
-        self._all_inline = all(s.route in (INLINE, PROBE) for s in built)
-        self._threaded = sum(s.route == THREAD for s in built)
-
-    def _timed(self, slot: _Slot, started: float, cpu_started: float) -> None:
-        """Account for a probed call that started at ``started`` (wall) and ``cpu_started`` (this
-        thread's CPU time); after :data:`PROBE_CALLS` calls, settle the slot's route: threads for an
-        environment that mostly waits (a sleep, a subprocess, a socket), inline otherwise."""
-        busy = time.thread_time() - cpu_started
-        slot.timed += 1
-        slot.busy += busy
-        slot.waited += max(0.0, time.perf_counter() - started - busy)
-        if slot.timed < PROBE_CALLS:
-            return
-        if slot.waited / slot.timed >= PROBE_WAIT_S and slot.waited > slot.busy:
-            slot.route = THREAD
-            logger.info("Slot %d (%s) waits %.2g ms per call: its calls now run in worker threads "
-                        "(declare `blocking` on the environment to decide this yourself).",
-                        slot.index, slot.env_id, 1e3 * slot.waited / slot.timed)
-        else:
-            slot.route = INLINE
-        self._count_routes()
-
-    # ---- execution --------------------------------------------------------------------------
-
-    def _execute(self, calls: list[Call]) -> None:
-        if self.concurrent:
-            self._execute_together([c for c in calls if not c.finished])
-        else:
-            for call in calls:
-                if not call.finished:
-                    self._execute_together([call])
-
-    async def _aexecute(self, calls: list[Call]) -> None:
-        if self.concurrent:
-            await self._aexecute_together([c for c in calls if not c.finished])
-        else:
-            for call in calls:
-                if not call.finished:
-                    await self._aexecute_together([call])
-
-    def _execute_together(self, calls: list[Call]) -> None:
-        """Run ``calls`` at the same time from a synchronous caller."""
-        threaded, awaited, inline = self._split(calls)
-        countdown = Countdown(len(threaded))
-        for call in threaded:
-            self._submit(call, countdown.count_down)
-        pending_async = None
-        if awaited:
-            coroutine = self._await_calls(awaited, self.step_timeout)
-            pending_async = self._loop.submit(coroutine)
-        for call in inline:
-            self._run_inline(call)
-        if threaded and not countdown.wait(self.step_timeout):
-            for call in threaded:
-                if call.settle("waiter"):
-                    call.timed_out = True
-        if pending_async is not None:
-            pending_async.result()
-
-    async def _aexecute_together(self, calls: list[Call]) -> None:
-        """Run ``calls`` at the same time from a coroutine."""
-        threaded, awaited, inline = self._split(calls)
-        loop = asyncio.get_running_loop()
-        all_threaded_done = loop.create_future()  # one wake-up of the loop, not one per call
-        countdown = Countdown(len(threaded), lambda: loop.call_soon_threadsafe(_resolve, all_threaded_done))
-        for call in threaded:
-            self._submit(call, countdown.count_down)
-        awaiting = asyncio.ensure_future(self._await_calls(awaited, self.step_timeout)) if awaited else None
-        for call in inline:
-            self._run_inline(call)
-        if threaded:
-            done, _ = await asyncio.wait({all_threaded_done}, timeout=self.step_timeout)
-            if not done:
-                all_threaded_done.cancel()
-                for call in threaded:
-                    if call.settle("waiter"):
-                        call.timed_out = True
-        if awaiting is not None:
-            await awaiting
-
-    def _run_inline(self, call: Call) -> None:
-        slot = self._slots[call.slot]
-        if slot.route != PROBE:
-            run(slot.env, call)  # type: ignore[arg-type]
-            return
-        started, cpu_started = time.perf_counter(), time.thread_time()
-        run(slot.env, call)  # type: ignore[arg-type]
-        self._timed(slot, started, cpu_started)
-
-    async def _await_calls(self, calls: list[Call], timeout: float | None) -> None:
-        tasks = [asyncio.ensure_future(arun(self._slots[c.slot].env, c)) for c in calls]  # type: ignore[arg-type]
-        _, pending = await asyncio.wait(tasks, timeout=timeout)
-        for call, task in zip(calls, tasks):
-            if task in pending:
-                call.timed_out = True
-                task.cancel()
-
-    def _split(self, calls: list[Call]) -> tuple[list[Call], list[Call], list[Call]]:
-        threaded, awaited, inline = [], [], []
-        for call in calls:
-            route = self._slots[call.slot].route
-            (threaded if route == THREAD else awaited if route == AWAIT else inline).append(call)
-        return threaded, awaited, inline
-
-    def _submit(self, call: Call, done: Callable[[], Any]) -> None:
-        env = self._slots[call.slot].env
-        self._pool.ensure(self._threaded)
-
-        def work() -> bool:
-            run(env, call)  # type: ignore[arg-type]
-            if call.settle("worker"):
-                try:
-                    done()
-                except RuntimeError:  # the waiting event loop is closed: nobody waits any more
-                    pass
-                return False
-            # The waiter gave up on this call: the slot dropped this environment, and the pool
-            # replaced this thread.
-            _close_quietly(env)  # type: ignore[arg-type]
-            return True
-
-        self._pool.submit(work)
+        slot.route = self._route(env)
 
     # ---- results ----------------------------------------------------------------------------
 
@@ -522,7 +407,7 @@ class VectorEnv:
                 infos.append(info)
         return observations, infos
 
-    def _row(self, call: Call) -> tuple[str, float, bool, bool, dict[str, Any]]:
+    def _row(self, call: Call) -> Row:
         slot = self._slots[call.slot]
         fault = self._fault(call) if call.timed_out or call.error is not None else None
         if call.action is None:  # a lone reset; the action was ignored
@@ -565,7 +450,9 @@ class VectorEnv:
         slot.needs_reset = True
         if call.timed_out:
             fault: dict[str, Any] = {"kind": "timeout", "phase": call.phase, "timeout_s": self.step_timeout}
-            self._abandon(slot, call)
+            env, slot.env = slot.env, None
+            if env is not None and not call.left_running:  # else its worker thread closes it
+                close_quietly(env)
             logger.warning("Slot %d (%s): %s timed out after %.3g s; its episode ends and the "
                            "environment is replaced.", slot.index, slot.env_id, call.phase, self.step_timeout)
         else:
@@ -573,96 +460,38 @@ class VectorEnv:
             fault = {"kind": "error", "phase": call.phase, "error": error, "traceback": trace}
             logger.warning("Slot %d (%s): %s raised %s", slot.index, slot.env_id, call.phase, error)
             if call.phase == "reset" and slot.env is not None:
-                _close_quietly(slot.env)
+                close_quietly(slot.env)
                 slot.env = None
         if call.phase == "reset":
             fault["seed"] = call.seed
             slot.next_seed = call.seed + self.num_envs  # type: ignore[operator]  # the retry gets a fresh seed
         return fault
 
-    def _abandon(self, slot: _Slot, call: Call) -> None:
-        """Give up on a slot whose call hung; a threaded call's environment is closed by its
-        thread once the call returns, and a new thread takes that thread's place."""
-        env, slot.env = slot.env, None
-        if slot.route == THREAD:
-            self._pool.replace_one()
-        elif env is not None:
-            _close_quietly(env)
-
     def _check_open(self) -> None:
         if self._closed:
             raise GemError("This vector environment is closed.")
 
 
-class SyncVectorEnv(VectorEnv):
-    """Steps its slots one after another in the caller's thread (native-async environments are
-    awaited one at a time; with ``step_timeout`` each call runs in a worker thread so a hung call
-    can be abandoned)."""
+def __getattr__(name: str) -> Any:
+    # The two in-process modes live in their own modules (which import this one), and stay
+    # importable from here.
+    if name == "SyncVectorEnv":
+        from gem_core.vector.sync_env import SyncVectorEnv
 
-    concurrent = False
+        return SyncVectorEnv
+    if name == "AsyncVectorEnv":
+        from gem_core.vector.async_env import AsyncVectorEnv
 
-
-class AsyncVectorEnv(VectorEnv):
-    """Steps its slots at the same time: native-async environments are awaited concurrently,
-    blocking ones (``Env.blocking``) run in worker threads (one per such slot), and the others run
-    inline in the caller's thread, paying no thread hop."""
-
-    concurrent = True
+        return AsyncVectorEnv
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def declared_blocking(env: Env) -> bool | None:
-    """Whether ``env`` says it blocks: True when ``env.blocking`` is, False when its class (or a
-    base below :class:`Env`) sets ``blocking = False`` itself, None when nothing says."""
-    if env.blocking:
-        return True
-    for cls in type(env.unwrapped).__mro__:
-        if cls is Env:
-            return None
-        if "blocking" in vars(cls):
-            return bool(vars(cls)["blocking"])
-    return None
-
-
-def execution_kind(env: Env) -> str:
-    """How a vector environment should run ``env``'s calls: ``"await"`` when it has native
-    ``async`` methods that every wrapper above it passes through, ``"thread"`` when it blocks
-    (or has native-async methods hidden behind a synchronous-only wrapper), else ``"inline"``."""
-    transparent = True
-    inner: Env = env
-    while isinstance(inner, Wrapper):
-        cls = type(inner)
-        for sync_name, async_name in (("step", "astep"), ("reset", "areset")):
-            if getattr(cls, sync_name) is not getattr(Wrapper, sync_name) and \
-                    getattr(cls, async_name) is getattr(Wrapper, async_name):
-                transparent = False
-        inner = inner.env
-    cls = type(inner)
-    native = cls.astep is not Env.astep or cls.areset is not Env.areset
-    if native and transparent:
-        return AWAIT
-    if native or env.blocking:
-        return THREAD
-    return INLINE
-
-
-def _batch(rows: list[tuple[str, float, bool, bool, dict[str, Any]]]) -> BatchStep:
+def _batch(rows: list[Row]) -> BatchStep:
     if not rows:
         return [], np.zeros(0), np.zeros(0, dtype=np.bool_), np.zeros(0, dtype=np.bool_), []
     observations, rewards, terminated, truncated, infos = zip(*rows)
     return (list(observations), np.array(rewards, dtype=np.float64), np.array(terminated, dtype=np.bool_),
             np.array(truncated, dtype=np.bool_), list(infos))
-
-
-def _resolve(waiter: asyncio.Future[None]) -> None:
-    if not waiter.done():
-        waiter.set_result(None)
-
-
-def _close_quietly(env: Env) -> None:
-    try:
-        env.close()
-    except Exception as e:
-        logger.warning("Closing %r raised %s: %s", env, type(e).__name__, e)
 
 
 def _env_name(env: Env | None) -> str:

@@ -7,10 +7,13 @@ results are stored on the :class:`Call` and become a fault report in the slot's 
 
 from __future__ import annotations
 
+import logging
 import traceback
 from typing import Any
 
 from gem_core.core import Env, ResetResult, StepResult
+
+logger = logging.getLogger("gem_core.vector")
 
 
 class Call:
@@ -41,6 +44,12 @@ class Call:
         finished it or the waiter that gave up on it. True for the first caller only."""
         self._settled_by.append(by)  # atomic: the first entry wins
         return self._settled_by[0] == by
+
+    @property
+    def left_running(self) -> bool:
+        """Whether the waiter gave up on this call while a worker thread still runs it (that
+        thread closes the environment when the call returns)."""
+        return bool(self._settled_by) and self._settled_by[0] == "waiter"
 
     def fail(self, error: BaseException) -> None:
         """Record an error raised outside the environment's methods (e.g. building it)."""
@@ -133,6 +142,14 @@ def checked_reset(result: Any) -> ResetResult:
 def describe_error(error: BaseException) -> tuple[str, str]:
     """``("Type: message", formatted traceback)`` for a fault report."""
     return f"{type(error).__name__}: {error}", "".join(traceback.format_exception(error))
+
+
+def close_quietly(env: Env) -> None:
+    """Close ``env``, logging (not raising) what its ``close`` raises."""
+    try:
+        env.close()
+    except Exception as e:
+        logger.warning("Closing %r raised %s: %s", env, type(e).__name__, e)
 
 
 def _short(value: Any, limit: int = 200) -> str:

@@ -9,7 +9,9 @@ from typing import Any
 from gem_core.core import Env
 from gem_core.errors import GemError
 from gem_core.registry import make, spec
-from gem_core.vector.base import AsyncVectorEnv, AutoresetMode, SyncVectorEnv, VectorEnv
+from gem_core.vector.async_env import AsyncVectorEnv
+from gem_core.vector.base import AutoresetMode, VectorEnv
+from gem_core.vector.sync_env import SyncVectorEnv
 from gem_core.wrappers.chain import WrapperSpec, chain_factory
 
 MODES: dict[str, type[VectorEnv]] = {"sync": SyncVectorEnv, "async": AsyncVectorEnv}

@@ -118,7 +118,6 @@ class RayVectorEnv(VectorEnv):
 
     def _build(self, slot: _Slot) -> None:
         slot.env, slot.route = None, "remote"
-        self._all_inline = False
 
     def _call(self, index: int, action: str | None, seed: int) -> Call:
         return Call(index, action, seed, self.autoreset is AutoresetMode.SAME_STEP)

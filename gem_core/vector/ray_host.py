@@ -19,9 +19,9 @@ from typing import Any
 
 from gem_core.core import Env
 from gem_core.errors import GemError, UnknownEnvError
-from gem_core.vector.base import AsyncVectorEnv, AutoresetMode, _close_quietly, _Slot
-from gem_core.vector.calls import Call
-from gem_core.vector.workers import BackgroundLoop, WorkerPool
+from gem_core.vector.async_env import AsyncVectorEnv
+from gem_core.vector.base import _Slot
+from gem_core.vector.calls import Call, close_quietly
 
 
 @dataclass(frozen=True)
@@ -80,20 +80,15 @@ class LeasedSlots(AsyncVectorEnv):
     seeds and autoreset (the driver keeps those). Slots are numbered as in the driver's vector
     environment; only those placed on this host are ever built."""
 
-    def __init__(self, num_envs: int, step_timeout: float | None, name: str):
-        # No call to VectorEnv.__init__: environments are built at a slot's first call.
-        self.num_envs = num_envs
-        self.step_timeout = step_timeout
-        self.seed = 0
-        self.autoreset = AutoresetMode.NEXT_STEP
-        self._slots = [_Slot(i, "", _unplaced) for i in range(num_envs)]
-        self._loop = BackgroundLoop(f"gem-host-loop-{name}")
-        self._pool = WorkerPool(f"gem-host-{name}")
-        self._threaded = 0
-        self._reset_done = True
-        self._closed = False
-        self._all_inline = False
-        self.quarantined = {}
+    def __init__(self, num_envs: int, step_timeout: float | None):
+        self._opening = True
+        super().__init__([_unplaced] * num_envs, env_ids=[""] * num_envs, step_timeout=step_timeout)
+        self._opening = False
+        self._reset_done = True  # the driver resets
+
+    def _build(self, slot: _Slot) -> None:
+        if not self._opening:  # environments are built at a slot's first call
+            super()._build(slot)
 
     def run(self, requests: Sequence[Request]) -> list[Outcome]:
         """Run one batch of calls concurrently; return each call's outcome in order."""
@@ -102,7 +97,7 @@ class LeasedSlots(AsyncVectorEnv):
             slot = self._slots[index]
             if recipe is not None:  # the slot is (re)placed here: build afresh from its recipe
                 if slot.env is not None:
-                    _close_quietly(slot.env)
+                    close_quietly(slot.env)
                     slot.env = None
                 slot.factory, slot.env_id = recipe.build, recipe.env_id
             call = Call(index, action, seed, reset_after_end)
@@ -129,7 +124,7 @@ class LeasedSlots(AsyncVectorEnv):
         for index in indices:
             slot = self._slots[index]
             if slot.env is not None:
-                _close_quietly(slot.env)
+                close_quietly(slot.env)
                 slot.env = None
             slot.factory = _unplaced
 
@@ -176,7 +171,7 @@ class EnvHost:
                                f"slots; a lease of {wanted} more does not fit (raise slots_per_host or hosts).")
             self._sizes[lease] = wanted
             if lease not in self._leases:
-                self._leases[lease] = LeasedSlots(num_envs, step_timeout, lease[:8])
+                self._leases[lease] = LeasedSlots(num_envs, step_timeout)
         return self.where
 
     def run(self, lease: str, requests: Sequence[Request]) -> list[Outcome]:

@@ -1,5 +1,9 @@
-"""Single-agent views of multi-agent environments, so that vector environments, episode collection,
-estimators, ``gem train``, ``gem eval``, ``gem play`` and the adapters use them unchanged.
+"""Single-agent views of multi-agent environments: the bridge from a
+:class:`~gem_core.multiagent.MultiAgentEnv` (not an :class:`~gem_core.core.Env`) to single-agent
+code, so that wrappers, vector environments, episode collection, estimators, ``gem train``,
+``gem eval``, ``gem play`` and the adapters use it unchanged. A view is an :class:`Env` (not a
+:class:`~gem_core.core.Wrapper`: it changes the interface); ``view.env`` is the multi-agent
+environment, and the spec, generators, ``close`` and other attributes are looked up on it.
 
 * :class:`SelfPlay` (``self_play``): one policy plays every seat. Each step is one agent's move;
   ``info["agent"]`` names who moved, ``info["next_agent"]`` who moves next, and
@@ -21,25 +25,32 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from gem_core.core import Env, ResetResult, StepResult, Wrapper
+from gem_core.core import BaseEnv, Env, Forwarding, ResetResult, StepResult
 from gem_core.errors import GemError
 from gem_core.multiagent import MultiAgentEnv
 
 Policy = Callable[[str], str]
 
 
-def _multiagent(env: Env, wrapper: str) -> MultiAgentEnv:
-    if not isinstance(env, MultiAgentEnv):
-        raise GemError(f"The {wrapper} wrapper goes directly on a multi-agent environment, not on "
-                       f"{type(env).__name__}.")
-    return env
+class SeatView(Forwarding, Env):  # type: ignore[override]
+    """A single-agent :class:`Env` played on the seats of the multi-agent environment ``env``;
+    subclasses implement ``reset``, ``step`` and ``sample_random_action``."""
+
+    _watch_global_random = False  # its calls run the multi-agent environment's
+    env: MultiAgentEnv
+
+    def __init__(self, env: BaseEnv, wrapper: str):
+        if not isinstance(env, MultiAgentEnv):
+            raise GemError(f"The {wrapper} wrapper goes directly on a multi-agent environment, not on "
+                           f"{type(env).__name__}.")
+        self.env = env
 
 
-class SelfPlay(Wrapper):
+class SelfPlay(SeatView):
     """One policy plays every seat; see the module documentation."""
 
-    def __init__(self, env: Env):
-        super().__init__(_multiagent(env, "self_play"))
+    def __init__(self, env: BaseEnv):
+        super().__init__(env, "self_play")
         self._queue: list[str] = []
         self._pending: dict[str, str] = {}
 
@@ -75,21 +86,20 @@ class SelfPlay(Wrapper):
         return self.env.random_action(self._queue[0])
 
 
-class Versus(Wrapper):
+class Versus(SeatView):
     """The policy plays one seat against ``policies`` or the scripted bots; see the module
     documentation."""
 
-    def __init__(self, env: Env, *, seat: str = "random", policies: Mapping[str, Policy] | None = None):
-        env = _multiagent(env, "versus")
-        super().__init__(env)
-        if seat != "random" and seat not in env.possible_agents:
-            raise GemError(f"Unknown seat {seat!r}; choose one of {', '.join(env.possible_agents)} or 'random'.")
-        unknown = sorted(set(policies or {}) - set(env.possible_agents))
+    def __init__(self, env: BaseEnv, *, seat: str = "random", policies: Mapping[str, Policy] | None = None):
+        super().__init__(env, "versus")
+        if seat != "random" and seat not in self.env.possible_agents:
+            raise GemError(f"Unknown seat {seat!r}; choose one of {', '.join(self.env.possible_agents)} or 'random'.")
+        unknown = sorted(set(policies or {}) - set(self.env.possible_agents))
         if unknown:
             raise GemError(f"Policies given for unknown agent(s) {', '.join(unknown)}; the agents are "
-                           f"{', '.join(env.possible_agents)}.")
+                           f"{', '.join(self.env.possible_agents)}.")
         self.seat_option, self.policies = seat, dict(policies or {})
-        self.seat = env.possible_agents[0]
+        self.seat = self.env.possible_agents[0]
 
     def reset(self, seed: int | None = None, **options: Any) -> ResetResult:
         self.env.reset(seed, **options)
@@ -131,11 +141,11 @@ class Versus(Wrapper):
         return policy(self.env.observe(agent)) if policy is not None else self.env.scripted_action(agent)
 
 
-def self_play(env: Env) -> SelfPlay:
+def self_play(env: BaseEnv) -> SelfPlay:
     """One policy plays every seat of a multi-agent environment."""
     return SelfPlay(env)
 
 
-def versus(env: Env, *, seat: str = "random", policies: Mapping[str, Policy] | None = None) -> Versus:
+def versus(env: BaseEnv, *, seat: str = "random", policies: Mapping[str, Policy] | None = None) -> Versus:
     """The policy plays ``seat``; ``policies`` or the environment's scripted bots play the others."""
     return Versus(env, seat=seat, policies=policies)

@@ -290,7 +290,7 @@ def test_options_and_mistakes():
     reset_already = Guess()
     reset_already.reset(seed=3)
     assert results_of(reset_already)["step_before_reset"].status == "skipped"
-    with pytest.raises(GemError, match="multi-agent environment: check it with check_multiagent_env"):
+    with pytest.raises(GemError, match="multi-agent environment.*self_play or versus.*check_multiagent_env"):
         check_env("multiagent:Nim-v0")
 
 

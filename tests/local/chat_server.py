@@ -15,13 +15,15 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+from tests.helpers import send_json
+
 
 class ChatServer:
     """``with ChatServer(folder, name) as server: server.base_url ...``"""
 
     def __init__(self, model_dir: Path, name: str, *, api_key: str | None = None, delay: float = 0.05):
-        from gem_adapters.local.models import load_model, load_tokenizer
-        from gem_adapters.local.sampling import LocalPolicy, SamplingSettings
+        from gem_trainer.models import load_model, load_tokenizer
+        from gem_trainer.sampling import LocalPolicy, SamplingSettings
 
         self.name, self.api_key, self.delay = name, api_key, delay
         self.tokenizer = load_tokenizer(model_dir)
@@ -76,18 +78,10 @@ class ChatServer:
             def log_message(self, *args: Any) -> None:
                 pass
 
-            def _send(self, status: int, payload: dict[str, Any]) -> None:
-                data = json.dumps(payload).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
             def _authorised(self) -> bool:
                 if server.api_key is None or self.headers.get("Authorization") == f"Bearer {server.api_key}":
                     return True
-                self._send(401, {"error": {"message": "Invalid API key", "type": "invalid_request_error",
+                send_json(self, 401, {"error": {"message": "Invalid API key", "type": "invalid_request_error",
                                            "code": "invalid_api_key"}})
                 return False
 
@@ -95,20 +89,20 @@ class ChatServer:
                 if not self._authorised():
                     return
                 if self.path.rstrip("/") == "/v1/models":
-                    self._send(200, {"object": "list", "data": [{"id": server.name, "object": "model",
+                    send_json(self, 200, {"object": "list", "data": [{"id": server.name, "object": "model",
                                                                   "created": 0, "owned_by": "test"}]})
                 else:
-                    self._send(404, {"error": {"message": "not found"}})
+                    send_json(self, 404, {"error": {"message": "not found"}})
 
             def do_POST(self) -> None:
                 if not self._authorised():
                     return
                 if self.path.rstrip("/") != "/v1/chat/completions":
-                    self._send(404, {"error": {"message": "not found"}})
+                    send_json(self, 404, {"error": {"message": "not found"}})
                     return
                 body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
                 if body.get("model") != server.name:
-                    self._send(404, {"error": {"message": f"model {body.get('model')!r} not found"}})
+                    send_json(self, 404, {"error": {"message": f"model {body.get('model')!r} not found"}})
                     return
                 with server._count_lock:
                     server.in_flight += 1
@@ -116,7 +110,7 @@ class ChatServer:
                     server.requests.append(body)
                 try:
                     time.sleep(server.delay)  # network and queueing latency, so requests overlap
-                    self._send(200, server.complete(body))
+                    send_json(self, 200, server.complete(body))
                 finally:
                     with server._count_lock:
                         server.in_flight -= 1

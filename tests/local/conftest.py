@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from gem_adapters.local.runtime import prefer_passive_openmp
+from gem_trainer.runtime import prefer_passive_openmp
 
 prefer_passive_openmp()  # before torch loads (unless an earlier test module loaded it)
 pytest.importorskip("torch")
@@ -21,7 +21,7 @@ pytest.importorskip("transformers")
 
 @pytest.fixture(scope="session")
 def tokenizer_dir(request: pytest.FixtureRequest) -> Path:
-    from gem_adapters.local.models import default_model_dir
+    from gem_trainer.models import default_model_dir
 
     return default_model_dir(weights=False, cache=Path(request.config.cache.mkdir("gem-local")))
 
@@ -51,6 +51,6 @@ def tiny_model_dir(tokenizer_dir: Path, tmp_path_factory: pytest.TempPathFactory
 @pytest.fixture()
 def tiny(tiny_model_dir: Path):
     """(model, tokenizer) loaded fresh from the tiny model folder."""
-    from gem_adapters.local.models import load_model, load_tokenizer
+    from gem_trainer.models import load_model, load_tokenizer
 
     return load_model(tiny_model_dir), load_tokenizer(tiny_model_dir)

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from gem_adapters.local.checkpoint import load_trainer_state
-from gem_adapters.local.trainer import EPISODES_DIR, Trainer
+from gem_trainer.checkpoint import load_trainer_state
+from gem_trainer.trainer import EPISODES_DIR, Trainer
 from tests.helpers import run_python
 from tests.local.envs import register_once
 from tests.local.test_trainer import config
@@ -24,8 +24,8 @@ KILLED_RUN = """
 import os, signal, sys, json, pathlib, shutil
 import torch
 import gem_core
-import gem_adapters.local.trainer as trainer
-from gem_adapters.local.config import build_config
+import gem_trainer.trainer as trainer
+from gem_trainer.config import build_config
 from tests.local.envs import register_once
 
 register_once()
@@ -108,7 +108,7 @@ def test_a_kill_loses_at_most_one_step(tiny_model_dir, tmp_path, straight, momen
 
 
 def test_a_metrics_line_cut_short_by_a_kill_is_dropped(tmp_path):
-    from gem_adapters.local.metrics import MetricsLog
+    from gem_trainer.metrics import MetricsLog
 
     log = MetricsLog(tmp_path / "metrics.jsonl")
     log.append({"step": 1, "loss": 0.5})

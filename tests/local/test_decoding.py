@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 import torch
 
-from gem_adapters.local import decoding
-from gem_adapters.local.decoding import CachedDecoder, supports_cached_decoding
-from gem_adapters.local.prefix_cache import CachedPrefix, PrefixCache, common_prefix_length
-from gem_adapters.local.sampling import LocalPolicy, SamplingSettings
+from gem_trainer import decoding
+from gem_trainer.decoding import CachedDecoder, supports_cached_decoding
+from gem_trainer.prefix_cache import CachedPrefix, PrefixCache, common_prefix_length
+from gem_trainer.sampling import LocalPolicy, SamplingSettings
 
 
 def chat(tokenizer, *turns: str) -> list[int]:

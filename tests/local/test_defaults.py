@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from gem_adapters.local.config import FULL_LR, LORA_LR, TrainConfig
+from gem_trainer.config import FULL_LR, LORA_LR, TrainConfig
 from tests.helpers import REPO, gem_command
 
 #: Flags whose config key is not the flag's name with underscores.

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import gem_core
-from gem_adapters.local.metrics import episode_stats
 from gem_core.episodes import Episode, Turn
 from gem_core.tools.wrapper import python_tool_no_int_reward
+from gem_trainer.metrics import episode_stats
 
 
 def episode(*infos: dict, last_reward: float = 0.0) -> Episode:

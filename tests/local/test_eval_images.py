@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 import gem_core
-from gem_adapters.local.evaluate import EvalSettings, run_evaluation
 from gem_core.images import png_bytes
+from gem_trainer.evaluate import EvalSettings, run_evaluation
 from tests.local.chat_server import ChatServer
 
 pytest.importorskip("PIL")

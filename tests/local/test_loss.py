@@ -8,7 +8,7 @@ import random
 import pytest
 import torch
 
-from gem_adapters.local.loss import Sample, completion_logprobs, micro_batches, pack, reinforce_loss
+from gem_trainer.loss import Sample, completion_logprobs, micro_batches, pack, reinforce_loss
 
 
 def make_samples(n: int, seed: int = 0, vocab: int = 2000) -> list[Sample]:
@@ -158,8 +158,8 @@ def test_an_update_raises_the_likelihood_of_rewarded_responses_and_lowers_the_lo
 
 
 def test_a_shared_opening_gives_the_loss_and_gradient_of_computing_it_per_sample(tiny, tiny_model_dir, monkeypatch):
-    from gem_adapters.local import loss as loss_module
-    from gem_adapters.local.models import LoraSettings, load_model
+    from gem_trainer import loss as loss_module
+    from gem_trainer.models import LoraSettings, load_model
 
     rng = random.Random(4)
     opening = [rng.randrange(3, 2000) for _ in range(24)]
@@ -204,7 +204,7 @@ def test_micro_batches_budget_without_the_shared_opening():
 
 
 def test_only_the_models_own_tokens_get_logits_and_a_model_that_scales_them_is_called_whole(tiny):
-    from gem_adapters.local import loss as loss_module
+    from gem_trainer import loss as loss_module
 
     model, _ = tiny
     model.eval()

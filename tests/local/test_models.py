@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from gem_adapters.local.models import (
+from gem_core import GemError
+from gem_trainer.models import (
     ModelError,
     LoraSettings,
     load_model,
@@ -17,7 +18,6 @@ from gem_adapters.local.models import (
     resolve_model,
     sampling_model,
 )
-from gem_core import GemError
 
 
 def test_the_packaged_gguf_is_found_without_importing_its_package():

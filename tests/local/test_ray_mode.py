@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from gem_adapters.local.cli import train_config
-from gem_adapters.local.config import ConfigError, vector_mode
-from gem_adapters.local.evaluate import EvalSettings, run_evaluation
-from gem_adapters.local.trainer import EPISODES_DIR, Trainer
-from gem_core.episodes import load_episodes
 import gem_core
+from gem_core.episodes import load_episodes
+from gem_trainer.cli import train_config
+from gem_trainer.config import ConfigError, vector_mode
+from gem_trainer.evaluate import EvalSettings, run_evaluation
+from gem_trainer.trainer import EPISODES_DIR, Trainer
 
 GTN = "game:GuessTheNumber-v0-easy"
 #: The test environment of tests/local registered by "module:Class", which hosts can import.
@@ -40,7 +40,7 @@ def test_eval_on_the_cluster_scores_the_same_episodes(ray_cluster, tiny_model_di
 
 
 def test_train_on_the_cluster_plays_the_same_episodes(ray_cluster, tiny_model_dir: Path, tmp_path: Path):
-    from gem_adapters.local.config import build_config
+    from gem_trainer.config import build_config
 
     if not gem_core.list_envs(RAY_ENV_ID):
         gem_core.register(RAY_ENV_ID, "tests.local.envs:LetterShareEnv")

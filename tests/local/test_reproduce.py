@@ -56,7 +56,7 @@ def test_reproduce_script_runs_every_arm_once_per_seed_and_writes_table_json_csv
     # one whose saved settings differ is played again
     import yaml
 
-    from gem_adapters.local.config import build_config
+    from gem_trainer.config import build_config
 
     config_file = tmp_path / "runs" / "game-GuessTheNumber-v0-easy-rebn-gamma0.999-seed1" / "config.yaml"
     saved = yaml.safe_load(config_file.read_text())

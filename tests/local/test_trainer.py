@@ -9,13 +9,13 @@ from pathlib import Path
 import pytest
 import torch
 
-from gem_adapters.local.checkpoint import CHECKPOINT, MODEL, load_trainer_state
-from gem_adapters.local.config import ConfigError, build_config
-from gem_adapters.local.memory import MemoryBudgetError
-from gem_adapters.local.models import ModelError
-from gem_adapters.local.trainer import EPISODES_DIR, Trainer
 from gem_core import GemError, UnknownEnvError, UnknownNameError
 from gem_core.episodes import load_episodes
+from gem_trainer.checkpoint import CHECKPOINT, MODEL, load_trainer_state
+from gem_trainer.config import ConfigError, build_config
+from gem_trainer.memory import MemoryBudgetError
+from gem_trainer.models import ModelError
+from gem_trainer.trainer import EPISODES_DIR, Trainer
 from tests.local.envs import ENV_ID, register_once
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -129,7 +129,7 @@ def test_group_estimator_plays_each_start_state_several_times(tiny_model_dir, tm
 def test_self_play_trains_every_seat_with_its_own_rewards(tiny_model_dir, tmp_path, monkeypatch):
     """One policy plays both seats of a two-player game (simultaneous moves, so both seats move
     whatever the tiny model writes); each seat's moves are trained on that seat's own rewards."""
-    import gem_adapters.local.trainer as trainer_module
+    import gem_trainer.trainer as trainer_module
     from gem_core.multiagent import split_by_agent
 
     seen = []

@@ -8,7 +8,7 @@ import gem_core
 from gem_core.errors import DataNotFoundError, GemError
 from gem_envs.math.data import load_problems
 from gem_envs.math.plugin import EVALUATION_DATASET, EVALUATION_SETS, TRAINING_SETS
-from tests.helpers import REPO, make_without, run_python
+from tests.helpers import REPO, make_without, offline_data_error
 
 FIXTURES = REPO / "tests" / "fixtures" / "math"
 DATASET_IDS = {env_id: dataset for env_id, (dataset, _) in TRAINING_SETS.items()}
@@ -86,15 +86,7 @@ def test_a_missing_path_says_what_to_pass(tmp_path):
 
 
 def test_a_dataset_that_is_neither_cached_nor_reachable_says_how_to_get_it(tmp_path):
-    done = run_python("""
-        import gem_core
-        try:
-            gem_core.make("math:Orz57K")
-        except gem_core.DataNotFoundError as e:
-            print("MESSAGE", e)
-    """, env={"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "HF_HOME": str(tmp_path)})
-    assert done.returncode == 0, done.stderr
-    message = done.stdout.split("MESSAGE", 1)[1]
+    message = offline_data_error("math:Orz57K", tmp_path)
     assert "axon-rl/ORZ-57k" in message
     assert "hf download axon-rl/ORZ-57k --repo-type dataset --local-dir ORZ-57k" in message
     assert "path='ORZ-57k'" in message

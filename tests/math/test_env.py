@@ -7,7 +7,7 @@ import pytest
 import gem_core
 from gem_core.errors import GemError
 from gem_envs.math.plugin import GENERATED_SETS
-from tests.helpers import make_without
+from tests.helpers import assert_single_answer_misuse_is_clear, make_without
 
 ROWS = [{"problem": f"What is {i} + {i}?", "answer": str(2 * i)} for i in range(20)]
 
@@ -93,12 +93,7 @@ def test_any_text_is_a_valid_action(action):
 
 def test_misuse_raises_clear_errors():
     env = make()
-    with pytest.raises(GemError, match="reset"):
-        env.step("\\boxed{1}")
-    env.reset(seed=0)
-    env.step("\\boxed{1}")
-    with pytest.raises(GemError, match="episode is over"):
-        env.step("\\boxed{1}")
+    assert_single_answer_misuse_is_clear(env, "\\boxed{1}")
     with pytest.raises(GemError, match=r"index=20 is out of range: there are 20 rows \(0 to 19\)"):
         env.reset(index=20)
     with pytest.raises(GemError, match="time_limit"):

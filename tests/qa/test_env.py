@@ -8,6 +8,8 @@ import gem_core
 from gem_core.errors import DataNotFoundError, EnvArgumentError, GemError
 from gem_envs.qa import plugin
 
+from tests.helpers import assert_single_answer_misuse_is_clear
+
 from .conftest import FIXTURES
 
 # Every registered dataset id, and the fixture folder laid out like its Hub repository.
@@ -112,12 +114,7 @@ def test_clone_is_independent():
 
 def test_misuse_is_a_clear_error():
     env = make("qa:NaturalQuestions")
-    with pytest.raises(GemError, match="reset"):
-        env.step("<answer>x</answer>")
-    env.reset(seed=0)
-    env.step("<answer>x</answer>")
-    with pytest.raises(GemError, match="reset"):
-        env.step("<answer>x</answer>")
+    assert_single_answer_misuse_is_clear(env, "<answer>x</answer>")
     with pytest.raises(GemError, match="out of range"):
         env.reset(index=99)
     with pytest.raises(EnvArgumentError, match="answer_key"):

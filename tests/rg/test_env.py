@@ -10,6 +10,7 @@ import gem_core
 from gem_core.errors import GemError, UnknownNameError
 from gem_envs.math.workers import sandbox_prefix
 from gem_envs.rg.env import scoring_pool
+from tests.helpers import assert_single_answer_misuse_is_clear
 
 
 def test_same_seed_same_problem_and_reset_continues():
@@ -121,11 +122,6 @@ def test_async_steps_run_concurrently():
 
 def test_misuse_raises_clear_errors():
     env = gem_core.make("rg:leg_counting")
-    with pytest.raises(GemError, match="reset"):
-        env.step("\\boxed{1}")
-    env.reset(seed=0)
-    env.step("\\boxed{1}")
-    with pytest.raises(GemError, match="episode is over"):
-        env.step("\\boxed{1}")
+    assert_single_answer_misuse_is_clear(env, "\\boxed{1}")
     with pytest.raises(gem_core.EnvArgumentError):
         gem_core.make("rg:leg_counting", sizes=3)

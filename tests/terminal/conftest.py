@@ -9,7 +9,7 @@ import pytest
 from gem_core.sandbox import sandbox_problem
 from tests.tools.conftest import descendants, wait_until_gone
 
-collect_ignore_glob = ["public_tasks/*", "container_tasks/*"]  # task folders: their tests run inside tasks
+collect_ignore_glob = ["container_tasks/*"]  # task folders: their tests run inside tasks
 
 
 @pytest.fixture(autouse=True)

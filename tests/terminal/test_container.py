@@ -25,8 +25,9 @@ from gem_envs.terminal.env import TerminalEnv
 from gem_envs.terminal.sandbox import TerminalSandbox
 from gem_envs.terminal.tasks import TaskUnsupportedError, builtin_tasks, load_task
 from tests.terminal.images import TASKS_DIR
+from tests.terminal.public import PUBLIC  # Apache-2.0 terminal-bench tasks
+from tests.terminal.solutions import scores
 
-PUBLIC = Path(__file__).parent / "public_tasks"  # Apache-2.0 terminal-bench tasks, see NOTICE.md there
 REAL_TASKS = [PUBLIC / "evoeval-0", PUBLIC / "evoeval-1", PUBLIC / "evoeval-2", TASKS_DIR / "jq-report"]
 
 
@@ -46,34 +47,16 @@ def wait_gone(name: str, seconds: float = 30.0) -> bool:
     return False
 
 
-def scores(env: TerminalEnv) -> tuple[float, float, str]:
-    """(doing nothing, the task's solution) scores, and what the solution's episode said."""
-    env.reset()
-    nothing = env.step("<finish>")[1]
-    env.reset()
-    solved = env.run_solution()
-    observation, solution, *_ = env.step("<finish>")
-    return nothing, solution, f"{solved.output[-800:]}\n{observation}"
-
-
 @pytest.mark.parametrize("task", REAL_TASKS, ids=lambda p: p.name)
 def test_real_tasks_score_1_with_their_solution_and_0_doing_nothing_in_podman(task, podman):
-    env = TerminalEnv(path=task, backend="podman", base_images=podman, max_turns=3)
-    try:
-        nothing, solution, why = scores(env)
-        assert isinstance(env.sandbox, ContainerSandbox)
-        assert (nothing, solution) == (0.0, 1.0), why
-    finally:
-        env.close()
+    nothing, solution, why, sandbox = scores(TerminalEnv(path=task, backend="podman", base_images=podman, max_turns=3))
+    assert isinstance(sandbox, ContainerSandbox)
+    assert (nothing, solution) == (0.0, 1.0), why
 
 
 def test_every_shipped_task_scores_as_its_solution_says_in_podman(podman):
     def check(name: str) -> tuple[str, float, float, str]:
-        env = TerminalEnv(task=name, backend="podman", base_images=podman, max_turns=3)
-        try:
-            return (name, *scores(env))
-        finally:
-            env.close()
+        return (name, *scores(TerminalEnv(task=name, backend="podman", base_images=podman, max_turns=3))[:3])
 
     with ThreadPoolExecutor(4) as pool:  # containers start in about half a second; threads overlap the waits
         results = list(pool.map(check, [task.name for task in builtin_tasks()]))
@@ -82,17 +65,13 @@ def test_every_shipped_task_scores_as_its_solution_says_in_podman(podman):
 
 
 def test_the_pytest_boilerplate_grades_offline_in_bubblewrap(sandbox):
-    env = TerminalEnv(path=PUBLIC / "evoeval-1", backend="bubblewrap", max_turns=3)
-    try:
-        nothing, solution, why = scores(env)
-        assert isinstance(env.sandbox, TerminalSandbox)
-        assert (nothing, solution) == (0.0, 1.0), why
-    finally:
-        env.close()
+    nothing, solution, why, sandbox = scores(TerminalEnv(path=PUBLIC / "evoeval-1", backend="bubblewrap", max_turns=3))
+    assert isinstance(sandbox, TerminalSandbox)
+    assert (nothing, solution) == (0.0, 1.0), why
 
 
 def test_auto_runs_each_task_where_it_can(podman, sandbox, tmp_path):
-    env = TerminalEnv(path=TASKS_DIR.parent / "public_tasks", backend="auto", base_images=podman)
+    env = TerminalEnv(path=PUBLIC, backend="auto", base_images=podman)
     try:
         env.reset(task="evoeval-0")
         assert isinstance(env.sandbox, TerminalSandbox)  # its Dockerfile is only FROM and WORKDIR
@@ -265,10 +244,11 @@ def test_a_harbor_task_on_a_prebuilt_image_grades_with_the_uvx_boilerplate(tmp_p
     with pytest.raises(TaskUnsupportedError, match="prebuilt image"):
         load_task(task)  # bubblewrap cannot
     env = TerminalEnv(path=task, backend="auto", base_images=podman, max_turns=3)
+    nothing, solution, why, sandbox = scores(env)
+    assert isinstance(sandbox, ContainerSandbox) and sandbox.workdir == "/"
+    assert (nothing, solution) == (0.0, 1.0), why
+    env.reset()
     try:
-        nothing, solution, why = scores(env)
-        assert isinstance(env.sandbox, ContainerSandbox) and env.sandbox.workdir == "/"
-        assert (nothing, solution) == (0.0, 1.0), why
         with pytest.raises(GemError, match="sets no WORKDIR"):
             env.clone()
     finally:

@@ -11,13 +11,13 @@ import json
 import threading
 import time
 from http.server import ThreadingHTTPServer
-from pathlib import Path
 from typing import Any
 
 from tests.helpers import gem_command
 from tests.local.chat_server import ChatServer
+from tests.terminal.public import PUBLIC
 
-TASK = Path(__file__).parent / "public_tasks" / "evoeval-0"
+TASK = PUBLIC / "evoeval-0"
 
 
 class ScriptedChatServer(ChatServer):

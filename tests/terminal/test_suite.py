@@ -7,21 +7,13 @@ from concurrent.futures import ThreadPoolExecutor
 from gem_core import list_envs
 from gem_envs.terminal.env import TerminalEnv
 from gem_envs.terminal.tasks import DIFFICULTIES, builtin_tasks
+from tests.terminal.solutions import scores
 
 WORKERS = 4  # sandboxes are cheap (~0.2 s to start); threads overlap their waits
 
 
 def check(name: str) -> tuple[str, float, float, str]:
-    env = TerminalEnv(task=name, max_turns=3)
-    try:
-        env.reset()
-        nothing = env.step("<finish>")[1]
-        env.reset()
-        solved = env.run_solution()
-        observation, solution, *_ = env.step("<finish>")
-        return name, nothing, solution, f"{solved.output[-500:]}\n{observation}"
-    finally:
-        env.close()
+    return (name, *scores(TerminalEnv(task=name, max_turns=3))[:3])
 
 
 def test_every_shipped_task_is_solved_by_its_solution_and_not_by_doing_nothing(sandbox):

@@ -18,7 +18,7 @@ TEMPLATE = Path(__file__).with_name("idefics3_template.jinja")
 @pytest.fixture(scope="session")
 def tokenizer_dir(request: pytest.FixtureRequest) -> Path:
     pytest.importorskip("transformers")
-    from gem_adapters.local.models import default_model_dir
+    from gem_trainer.models import default_model_dir
 
     return default_model_dir(weights=False, cache=Path(request.config.cache.mkdir("gem-local")))
 

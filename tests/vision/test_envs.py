@@ -10,7 +10,7 @@ import gem_core
 from gem_core.errors import GemError
 from gem_core.images import IMAGE, png_bytes
 from gem_envs.vision.answers import boxed_number
-from tests.helpers import run_python
+from tests.helpers import offline_data_error
 
 PIL = pytest.importorskip("PIL.Image")
 pytest.importorskip("sklearn")
@@ -153,13 +153,6 @@ def test_geometry3k_adds_placeholders_when_the_text_has_none_and_rejects_non_ima
 
 
 def test_geometry3k_offline_without_data_says_how_to_get_it(tmp_path):
-    result = run_python('''
-        import gem_core
-        try:
-            gem_core.make("math:Geometry3K")
-        except gem_core.DataNotFoundError as e:
-            print("DataNotFoundError:", e)
-    ''', env={"HF_HOME": str(tmp_path), "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"})
-    assert result.returncode == 0, result.stderr
-    assert "DataNotFoundError: math:Geometry3K reads the Hugging Face dataset 'hiyouga/geometry3k'" in result.stdout
-    assert "hf download hiyouga/geometry3k --repo-type dataset" in result.stdout
+    message = offline_data_error("math:Geometry3K", tmp_path)
+    assert message.startswith("math:Geometry3K reads the Hugging Face dataset 'hiyouga/geometry3k'")
+    assert "hf download hiyouga/geometry3k --repo-type dataset" in message

@@ -3,12 +3,13 @@ and served as MediaWiki API answers by a stub server on 127.0.0.1."""
 
 from __future__ import annotations
 
-import json
 import threading
 from collections import deque
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
+
+from tests.helpers import send_json
 
 # title -> titles it links to. Pages the reference's own tests visit come first; "Unit (ring
 # theory)" is a dead end, as in the Simple English Wikipedia those tests were written against.
@@ -143,16 +144,8 @@ class MediaWikiStub:
                 stub.requests.append(query)
                 if stub.fail_next:
                     stub.fail_next -= 1
-                    return self._send(503, {"error": "busy"})
-                self._send(200, stub.answer(query))
-
-            def _send(self, status, body):
-                data = json.dumps(body).encode()
-                self.send_response(status)
-                self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+                    return send_json(self, 503, {"error": "busy"})
+                send_json(self, 200, stub.answer(query))
 
             def log_message(self, *args):
                 pass

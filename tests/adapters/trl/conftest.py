@@ -26,7 +26,7 @@ EASY = "game:GuessTheNumber-v0-easy"
 
 @pytest.fixture(scope="session")
 def smollm2_dir() -> Path:
-    from gem_adapters.local.models import default_model_dir
+    from gem_trainer.models import default_model_dir
 
     return default_model_dir()
 

@@ -26,8 +26,8 @@ from typing import Any
 
 import numpy as np
 
-from gem_adapters.local.model_calls import cache_options, recording_cache
-from gem_adapters.local.prefix_cache import CachedPrefix, PrefixCache, common_prefix_length
+from gem_trainer.model_calls import cache_options, recording_cache
+from gem_trainer.prefix_cache import CachedPrefix, PrefixCache, common_prefix_length
 
 #: Padded new tokens read per forward pass in phase 2.
 PREFILL_TOKENS = 2048

@@ -5,7 +5,7 @@ tokenizer's chat template, as the ``concat_chat`` wrapper makes them) and return
 responses as text. It keeps the exact token ids it sampled, so training scores the very tokens the
 model produced rather than a re-tokenisation of their text.
 
-Text prompts are sampled by :class:`~gem_adapters.local.decoding.CachedDecoder`, which keeps
+Text prompts are sampled by :class:`~gem_trainer.decoding.CachedDecoder`, which keeps
 the keys and values of what the model has read: the next turn of an episode reads only its new
 observation, and a prefix many prompts share is read once. The cache is emptied whenever the
 weights change (:meth:`LocalPolicy.set_model`).
@@ -59,7 +59,7 @@ class LocalPolicy:
 
     def __init__(self, model: Any, tokenizer: Any, settings: SamplingSettings, *, record: bool = True,
                  processor: Any = None):
-        from gem_adapters.local.prefix_cache import PrefixCache
+        from gem_trainer.prefix_cache import PrefixCache
 
         self.tokenizer = tokenizer
         self.processor = processor  # a vision-language model's (images to model inputs)
@@ -75,7 +75,7 @@ class LocalPolicy:
     def set_model(self, model: Any) -> None:
         """Sample from ``model`` from now on (call it whenever the weights change: the keys and
         values cached for the old weights are dropped)."""
-        from gem_adapters.local.decoding import CachedDecoder, supports_cached_decoding
+        from gem_trainer.decoding import CachedDecoder, supports_cached_decoding
 
         self.model = model
         self.prefix_cache.clear()

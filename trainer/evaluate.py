@@ -31,8 +31,8 @@ from gem_core.episodes import Episode
 from gem_core.errors import GemError
 from gem_core.images import openai_message
 
-from gem_adapters.local.config import vector_mode
-from gem_adapters.local.metrics import episode_stats, save_figure
+from gem_trainer.config import vector_mode
+from gem_trainer.metrics import episode_stats, save_figure
 
 REPORT_FILE = "report.json"
 EPISODES_FILE = "episodes.jsonl"
@@ -64,11 +64,11 @@ class EvalSettings:
     progress: bool = True
     timeout: float = 120.0  # seconds per endpoint request
     env_kwargs: dict[str, Any] = field(default_factory=dict)  # passed to every environment (--env-arg)
-    ray_address: str | None = None  # play the environments on a Ray cluster (see gem_adapters.local.config.vector_mode)
+    ray_address: str | None = None  # play the environments on a Ray cluster (see gem_trainer.config.vector_mode)
     env_hosts: int | None = None
 
     def validate(self) -> None:
-        from gem_adapters.local.config import check_env_ids
+        from gem_trainer.config import check_env_ids
 
         if self.env_hosts is not None and self.env_hosts < 1:
             raise GemError(f"--env-hosts must be at least 1, got {self.env_hosts}.")
@@ -217,7 +217,7 @@ def run_evaluation(settings: EvalSettings, *, console: Any = None) -> dict[str, 
     """Play ``settings.episodes`` episodes of every environment; write and print the report."""
     import gem_core
 
-    from gem_adapters.local.runtime import prefer_passive_openmp
+    from gem_trainer.runtime import prefer_passive_openmp
 
     prefer_passive_openmp()
     settings.validate()
@@ -321,10 +321,10 @@ def _make_policy(settings: EvalSettings) -> tuple[Any, Any, str]:
             timeout=settings.timeout,
         )
         return policy, MessagesTemplate(), f"{settings.model} at {settings.base_url}"
-    from gem_adapters.local.models import (DEFAULT_MODEL, is_vision_language, load_model, load_processor,
+    from gem_trainer.models import (DEFAULT_MODEL, is_vision_language, load_model, load_processor,
                                            load_tokenizer, resolve_device, resolve_dtype, resolve_model,
                                            sampling_model)
-    from gem_adapters.local.sampling import LocalPolicy, SamplingSettings
+    from gem_trainer.sampling import LocalPolicy, SamplingSettings
 
     folder = resolve_model(settings.model or DEFAULT_MODEL)
     processor = load_processor(folder, chat_template=settings.chat_template) if is_vision_language(folder) else None

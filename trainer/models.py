@@ -342,7 +342,7 @@ def _require(module: str, feature: str) -> None:
         raise MissingDependencyError(feature, module, "local")
 
 
-if __name__ == "__main__":  # python -m gem_adapters.local.models: where the built-in model is (converted once)
+if __name__ == "__main__":  # python -m gem_trainer.models: where the built-in model is (converted once)
     import sys
 
     print(default_model_dir(on_convert=lambda message: print(message, file=sys.stderr)))

@@ -1,11 +1,11 @@
-"""Registers ``gem train`` and ``gem eval`` through the adapters hook."""
+"""Registers ``gem train`` and ``gem eval`` through the commands hook."""
 
 from gem_core import hookimpl
 
 
 @hookimpl
 def gem_register_commands(register):
-    register("train", "gem_adapters.local.cli:train",
+    register("train", "gem_trainer.cli:train",
              description="Train a model on environments with multi-turn REINFORCE (ReBN by default), on one machine.")
-    register("eval", "gem_adapters.local.cli:eval_command",
+    register("eval", "gem_trainer.cli:eval_command",
              description="Score a local model or an OpenAI-compatible endpoint on environments.")

@@ -13,7 +13,7 @@ import click
 
 from gem_core.errors import GemError
 
-from gem_adapters.local.config import FULL_LR, LORA_LR, TrainConfig
+from gem_trainer.config import FULL_LR, LORA_LR, TrainConfig
 
 # flag name -> config key, for flags whose name differs from the key
 _RENAMED = {"env": "envs", "lr": "learning_rate"}
@@ -87,13 +87,13 @@ def train(config_file: str | None, resume: str | None, progress: bool, **flags: 
     learning_curve.png, config.yaml, the episodes of every step, and a checkpoint that --resume
     continues and `gem eval --model` scores.
     """
-    from gem_adapters.local.runtime import prefer_passive_openmp
+    from gem_trainer.runtime import prefer_passive_openmp
 
     prefer_passive_openmp()
     config = train_config(config_file, resume, flags)
 
-    from gem_adapters.local.trainer import Trainer
     from gem_core.cli.output import console
+    from gem_trainer.trainer import Trainer
 
     out = console()
     result = Trainer(config, resume=Path(resume) if resume else None, progress=progress, console=out).run()
@@ -101,9 +101,9 @@ def train(config_file: str | None, resume: str | None, progress: bool, **flags: 
 
 
 def train_config(config_file: str | None, resume: str | None, flags: dict[str, Any]) -> Any:
-    """The run's :class:`~gem_adapters.local.config.TrainConfig`: the defaults, then a resumed
+    """The run's :class:`~gem_trainer.config.TrainConfig`: the defaults, then a resumed
     run's saved settings, then ``--config FILE``, then the flags that were given."""
-    from gem_adapters.local.config import build_config, load_config_file
+    from gem_trainer.config import build_config, load_config_file
 
     values: dict[str, Any] = {}
     if resume is not None:
@@ -196,8 +196,8 @@ def eval_command(envs: tuple[str, ...], model: str | None, base_url: str | None,
     environment: mean return, success rate, turns per episode), every episode as it ends, and
     report.png; prints a table. Ctrl-C or SIGTERM writes the report of the episodes that finished.
     """
-    from gem_adapters.local.evaluate import EvalSettings, run_evaluation
-    from gem_adapters.local.runtime import prefer_passive_openmp
+    from gem_trainer.evaluate import EvalSettings, run_evaluation
+    from gem_trainer.runtime import prefer_passive_openmp
 
     prefer_passive_openmp()
 

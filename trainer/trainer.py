@@ -6,7 +6,7 @@ One step:
    conversation so far through the tokenizer's chat template (``concat_chat``); each response
    the model samples is one action (response-level actions);
 2. turn per-turn rewards into per-turn advantages with the estimator (ReBN by default);
-3. take one optimiser step on the token-level REINFORCE loss (:mod:`gem_adapters.local.loss`),
+3. take one optimiser step on the token-level REINFORCE loss (:mod:`gem_trainer.loss`),
    accumulating gradients over micro-batches of turns;
 4. log metrics, and save a checkpoint when due.
 
@@ -25,12 +25,13 @@ from typing import Any
 
 from gem_core.errors import GemError
 
-from gem_adapters.local import checkpoint as ckpt
-from gem_adapters.local.config import ConfigError, TrainConfig, save_config, validate, vector_mode
-from gem_adapters.local.loss import micro_batches, pack, reinforce_loss
-from gem_adapters.local.memory import check_training_memory
-from gem_adapters.local.metrics import MetricsLog, episode_stats, plot_learning_curve
-from gem_adapters.local.models import (
+from gem_core.multiagent import split_by_agent
+from gem_trainer import checkpoint as ckpt
+from gem_trainer.config import ConfigError, TrainConfig, save_config, validate, vector_mode
+from gem_trainer.loss import micro_batches, pack, reinforce_loss
+from gem_trainer.memory import check_training_memory
+from gem_trainer.metrics import MetricsLog, episode_stats, plot_learning_curve
+from gem_trainer.models import (
     LoraSettings,
     load_model,
     is_vision_language,
@@ -41,10 +42,9 @@ from gem_adapters.local.models import (
     resolve_model,
     sampling_model,
 )
-from gem_adapters.local.runtime import prefer_passive_openmp
-from gem_adapters.local.rollout import group_ids, slot_env_ids, step_seeds, training_samples
-from gem_adapters.local.sampling import LocalPolicy, SamplingSettings
-from gem_core.multiagent import split_by_agent
+from gem_trainer.rollout import group_ids, slot_env_ids, step_seeds, training_samples
+from gem_trainer.runtime import prefer_passive_openmp
+from gem_trainer.sampling import LocalPolicy, SamplingSettings
 
 METRICS_FILE = "metrics.jsonl"
 PLOT_FILE = "learning_curve.png"

@@ -1,0 +1,214 @@
+"""Where an in-process vector environment runs each slot's calls, and the machinery that runs them.
+
+A slot's *route* is one of:
+
+* ``"inline"``: in the caller's thread;
+* ``"thread"``: in a worker thread (an environment that blocks, or any call under ``step_timeout``,
+  so that a hung call can be abandoned);
+* ``"await"``: awaited on an event loop (an environment with native ``async`` methods);
+* ``"probe"``: inline while the first :data:`PROBE_CALLS` calls of an environment that does not
+  declare :attr:`~gem_core.Env.blocking` are timed; then ``"thread"`` when it mostly waits
+  (:data:`PROBE_WAIT_S` or more per call beyond its CPU time), else ``"inline"``.
+
+:class:`Runner` runs one batch of calls at the same time along their routes, and abandons those
+still running after the timeout.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from typing import Any
+
+from gem_core.core import BaseEnv, Env, Wrapper
+from gem_core.vector.calls import Call, arun, close_quietly, run
+from gem_core.vector.workers import BackgroundLoop, Countdown, WorkerPool
+
+INLINE, THREAD, AWAIT, PROBE = "inline", "thread", "await", "probe"
+PROBE_CALLS = 3  # calls timed before a probed environment's route is settled
+PROBE_WAIT_S = 0.0005  # mean time per call spent waiting (wall minus CPU) that sends calls to threads
+
+#: One call to run: ``(route, environment, call)``.
+Job = tuple[str, Env, Call]
+
+
+def declared_blocking(env: Env) -> bool | None:
+    """Whether ``env`` says it blocks: True when ``env.blocking`` is, False when its class (or a
+    base below :class:`~gem_core.core.BaseEnv`) sets ``blocking = False`` itself, None when
+    nothing says."""
+    if env.blocking:
+        return True
+    for cls in type(env.unwrapped).__mro__:
+        if cls is BaseEnv:
+            return None
+        if "blocking" in vars(cls):
+            return bool(vars(cls)["blocking"])
+    return None
+
+
+def execution_kind(env: Env) -> str:
+    """How a vector environment should run ``env``'s calls: ``"await"`` when it has native
+    ``async`` methods that every wrapper above it passes through, ``"thread"`` when it blocks
+    (or has native-async methods hidden behind a synchronous-only wrapper), else ``"inline"``."""
+    transparent = True
+    inner: Env = env
+    while isinstance(inner, Wrapper):
+        cls = type(inner)
+        for sync_name, async_name in (("step", "astep"), ("reset", "areset")):
+            if getattr(cls, sync_name) is not getattr(Wrapper, sync_name) and \
+                    getattr(cls, async_name) is getattr(Wrapper, async_name):
+                transparent = False
+        inner = inner.env
+    cls = type(inner)
+    native = cls.astep is not Env.astep or cls.areset is not Env.areset
+    if native and transparent:
+        return AWAIT
+    if native or env.blocking:
+        return THREAD
+    return INLINE
+
+
+def sequential_route(env: Env, step_timeout: float | None) -> str:
+    """The route of ``env``'s calls when slots run one after another."""
+    if execution_kind(env) == AWAIT:
+        return AWAIT
+    return THREAD if step_timeout is not None else INLINE
+
+
+def concurrent_route(env: Env, step_timeout: float | None) -> str:
+    """The route of ``env``'s calls when slots run at the same time."""
+    kind = execution_kind(env)
+    if kind == AWAIT:
+        return AWAIT
+    if step_timeout is not None or kind == THREAD:
+        return THREAD
+    return PROBE if declared_blocking(env) is None else INLINE
+
+
+class Probe:
+    """The timing of a probed environment's first calls (see the module docstring)."""
+
+    __slots__ = ("calls", "waited", "busy")
+
+    def __init__(self) -> None:
+        self.calls, self.waited, self.busy = 0, 0.0, 0.0
+
+    @staticmethod
+    def start() -> tuple[float, float]:
+        """The clocks at a call's start: wall time and this thread's CPU time."""
+        return time.perf_counter(), time.thread_time()
+
+    def record(self, started: tuple[float, float]) -> str | None:
+        """Account for a call that began at ``started``; the settled route once
+        :data:`PROBE_CALLS` calls are timed, else None."""
+        busy = time.thread_time() - started[1]
+        self.calls += 1
+        self.busy += busy
+        self.waited += max(0.0, time.perf_counter() - started[0] - busy)
+        if self.calls < PROBE_CALLS:
+            return None
+        return THREAD if self.waited / self.calls >= PROBE_WAIT_S and self.waited > self.busy else INLINE
+
+
+class Runner:
+    """Runs a batch of calls at the same time: threaded ones on a pool of worker threads (grown to
+    the batch's needs), awaited ones on an event loop, the others in the caller's thread meanwhile.
+    A call still running after the timeout is marked ``timed_out``; a worker thread stuck in one is
+    replaced at once, and closes that call's environment when the call returns."""
+
+    def __init__(self, name: str):
+        self._pool = WorkerPool(name)
+
+    def run(self, jobs: list[Job], *, loop: BackgroundLoop, timeout: float | None,
+            inline: Callable[[Env, Call], None] = run) -> None:
+        """Run ``jobs`` from a synchronous caller; awaited ones on ``loop``."""
+        threaded, awaited, here = _split(jobs)
+        if not threaded and not awaited:
+            for env, call in here:
+                inline(env, call)
+            return
+        countdown = Countdown(len(threaded))
+        self._submit(threaded, countdown.count_down)
+        pending = loop.submit(_await_all(awaited, timeout)) if awaited else None
+        for env, call in here:
+            inline(env, call)
+        if threaded and not countdown.wait(timeout):
+            self._give_up(threaded)
+        if pending is not None:
+            pending.result()
+
+    async def arun(self, jobs: list[Job], *, timeout: float | None,
+                   inline: Callable[[Env, Call], None] = run) -> None:
+        """Run ``jobs`` from a coroutine; awaited ones on the caller's loop, and threaded ones
+        waited for without blocking it."""
+        threaded, awaited, here = _split(jobs)
+        loop = asyncio.get_running_loop()
+        all_threaded_done = loop.create_future()  # one wake-up of the loop, not one per call
+        countdown = Countdown(len(threaded), lambda: loop.call_soon_threadsafe(_resolve, all_threaded_done))
+        self._submit(threaded, countdown.count_down)
+        awaiting = asyncio.ensure_future(_await_all(awaited, timeout)) if awaited else None
+        for env, call in here:
+            inline(env, call)
+        if threaded:
+            done, _ = await asyncio.wait({all_threaded_done}, timeout=timeout)
+            if not done:
+                all_threaded_done.cancel()
+                self._give_up(threaded)
+        if awaiting is not None:
+            await awaiting
+
+    def close(self) -> None:
+        """Stop the worker threads once they are idle."""
+        self._pool.close()
+
+    def _submit(self, threaded: list[tuple[Env, Call]], done: Callable[[], Any]) -> None:
+        if threaded:
+            self._pool.ensure(len(threaded))
+        for env, call in threaded:
+            self._pool.submit(_work(env, call, done))
+
+    def _give_up(self, threaded: list[tuple[Env, Call]]) -> None:
+        for _, call in threaded:
+            if call.settle("waiter"):
+                call.timed_out = True
+                self._pool.replace_one()
+
+
+def _split(jobs: list[Job]) -> tuple[list[tuple[Env, Call]], list[tuple[Env, Call]], list[tuple[Env, Call]]]:
+    threaded, awaited, here = [], [], []
+    for route, env, call in jobs:
+        (threaded if route == THREAD else awaited if route == AWAIT else here).append((env, call))
+    return threaded, awaited, here
+
+
+def _work(env: Env, call: Call, done: Callable[[], Any]) -> Callable[[], bool]:
+    """A worker thread's share of one call: True when the waiter gave up on it meanwhile (its
+    thread was replaced and leaves the pool)."""
+
+    def work() -> bool:
+        run(env, call)
+        if call.settle("worker"):
+            try:
+                done()
+            except RuntimeError:  # the waiting event loop is closed: nobody waits any more
+                pass
+            return False
+        close_quietly(env)  # the slot dropped this environment
+        return True
+
+    return work
+
+
+async def _await_all(awaited: list[tuple[Env, Call]], timeout: float | None) -> None:
+    tasks = [asyncio.ensure_future(arun(env, call)) for env, call in awaited]
+    _, pending = await asyncio.wait(tasks, timeout=timeout)
+    for (_, call), task in zip(awaited, tasks):
+        if task in pending:
+            call.timed_out = True
+            task.cancel()
+
+
+def _resolve(waiter: asyncio.Future[None]) -> None:
+    if not waiter.done():
+        waiter.set_result(None)
