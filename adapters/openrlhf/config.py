@@ -14,7 +14,6 @@ from typing import Any
 from gem_adapters.common import written
 from gem_adapters.common.launch import python_command
 from gem_adapters.common.settings import RunSettings
-from gem_adapters.common.written import WrittenRun, check_episodes_per_gpu
 from gem_adapters.openrlhf.labels import encode_label
 
 AGENT_FILE = "gem_agent.py"
@@ -25,11 +24,11 @@ AGENT_TEMPLATE = '''\
 
 Pass this file to OpenRLHF as --train.agent_func_path. For each prompt row it plays the GEM
 environment and seed named in the row's label, with the options below, and returns the episode's
-per-turn rewards in the sample's label for GEM's estimators (gem_adapters.openrlhf.agent).
+per-turn rewards in the sample's label for GEM's estimators (gem_adapters.openrlhf.rollout).
 """
 
 try:
-    from gem_adapters.openrlhf.agent import agent_executor
+    from gem_adapters.openrlhf.rollout import agent_executor
 except ImportError as error:
     raise ImportError(
         "This OpenRLHF agent file plays GEM environments and needs GEM wherever OpenRLHF's vLLM "
@@ -41,23 +40,6 @@ OPTIONS = {options!r}
 
 AgentExecutor = agent_executor(OPTIONS)
 '''
-
-
-def check(settings: RunSettings) -> None:
-    """Raise a :class:`GemError` for settings OpenRLHF would reject or GEM cannot serve."""
-    settings.check()
-    check_episodes_per_gpu(settings, "OpenRLHF")
-
-
-def write_run(settings: RunSettings, *, progress: Any = None) -> WrittenRun:
-    """Write the datasets and the agent file into ``settings.out_dir``.
-
-    ``progress``, when given, is called with the number of rows written so far.
-    """
-    check(settings)
-    return written.write_run(settings, row=dataset_row, file_name=AGENT_FILE, file_text=agent_file_text(settings),
-                             launch_argv=lambda train, val, agent: launch_argv(settings, train, val, agent),
-                             progress=progress)
 
 
 def dataset_row(env_id: str, seed: int, index: int, split: str, observation: str) -> dict[str, Any]:
@@ -99,3 +81,8 @@ def launch_argv(settings: RunSettings, train: Path, val: Path, agent: Path) -> l
         "--train.colocate_all",
         "--gem.estimator", settings.estimator,
     )
+
+
+#: What OpenRLHF reads: the prompt datasets and the agent file, launched through GEM's entry point.
+RUN = written.FileRun("OpenRLHF", AGENT_FILE, dataset_row, agent_file_text, launch_argv)
+check, write_run = RUN.check, RUN.write

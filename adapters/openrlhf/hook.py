@@ -25,10 +25,10 @@ def setup() -> None:
         return
     import wrapt
 
-    from gem_adapters.openrlhf.estimators import EXPERIENCE_MAKER
+    from gem_adapters.openrlhf.advantages import EXPERIENCE_MAKER
 
     def install_on_import(module: ModuleType) -> None:
-        from gem_adapters.openrlhf.estimators import install
+        from gem_adapters.openrlhf.advantages import install
 
         try:
             install(name, module)

@@ -3,7 +3,7 @@ coming out (plus ``turn_rewards`` and ``stop``).
 
 OpenRLHF hands each row's label to the agent and keeps the label the agent returns with its
 sample through every batching step, so it is where the GEM agent puts each episode's per-turn
-rewards for GEM's estimators inside the trainer (see :mod:`gem_adapters.openrlhf.agent`).
+rewards for GEM's estimators inside the trainer (see :mod:`gem_adapters.openrlhf.rollout`).
 """
 
 from __future__ import annotations

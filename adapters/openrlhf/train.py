@@ -18,11 +18,11 @@ Run it wherever ``python -m openrlhf.cli.train_ppo_ray`` would run, e.g. as the 
 from __future__ import annotations
 
 import os
-import runpy
 import sys
 from collections.abc import Sequence
 from typing import Any
 
+from gem_adapters.common.launch import library_arguments, run_launcher
 from gem_adapters.openrlhf import ESTIMATOR_VARIABLE
 from gem_core.errors import GemError
 
@@ -64,18 +64,12 @@ def split_flags(argv: Sequence[str]) -> tuple[str | None, list[str]]:
 
 def openrlhf_argv(argv: Sequence[str]) -> tuple[str | None, list[str]]:
     """The checked GEM estimator (its GEM name) and the flags OpenRLHF's command line gets."""
-    from gem_adapters.common.estimators import gem_estimator
-    from gem_adapters.openrlhf.estimators import NATIVE_STAND_IN
+    from gem_adapters.openrlhf.advantages import NATIVE_STAND_IN
 
     estimator, rest = split_flags(argv)
-    if estimator is None:
-        return None, rest
-    name = gem_estimator(estimator)  # an unknown name raises, naming the closest ones
-    for arg in rest:
-        flag = arg.partition("=")[0]
-        if flag in CONFLICTS:
-            raise GemError(f"{flag} cannot go with {GEM_FLAG}: {CONFLICTS[flag]}.")
-    return name, [*rest, "--algo.advantage.estimator", NATIVE_STAND_IN]
+    return library_arguments(estimator, rest, option=GEM_FLAG, conflicts=CONFLICTS,
+                             key=lambda arg: arg.partition("=")[0],
+                             native=["--algo.advantage.estimator", NATIVE_STAND_IN])
 
 
 def runtime_env(estimator: str) -> dict[str, Any]:
@@ -108,9 +102,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except GemError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    sys.argv = [OPENRLHF_MODULE, *flags]
-    runpy.run_module(OPENRLHF_MODULE, run_name="__main__", alter_sys=True)
-    return 0
+    return run_launcher(OPENRLHF_MODULE, flags)
 
 
 if __name__ == "__main__":

@@ -23,9 +23,11 @@ from typing import Any
 
 import torch
 
+from gem_adapters.common import patch
 from gem_adapters.common.estimators import gem_estimator, token_estimate
 from gem_adapters.rl2 import TRAINER_MODULE
 
+FUNCTION = "compute_advantages"
 
 
 @torch.no_grad()
@@ -69,25 +71,18 @@ def install(estimator: str) -> str:
     runs, and in ``RL2.trainer.ppo`` itself if it is imported already. Returns the GEM name; raises
     for an unknown name, naming the closest ones."""
     name = gem_estimator(estimator)
-    replacement = gem_compute_advantages(name)
-    for module in rl2_modules():
-        original = getattr(module, "_gem_native_compute_advantages", module.compute_advantages)
-        module._gem_native_compute_advantages = original
-        module.compute_advantages = replacement
+    patch.install(rl2_modules(), FUNCTION, gem_compute_advantages(name))
     return name
 
 
 def installed() -> str | None:
     """The GEM estimator RL2 uses, or None for RL2's own."""
-    return getattr(rl2_modules()[0].compute_advantages, "gem_estimator", None)
+    return patch.installed(rl2_modules()[0], FUNCTION)
 
 
 def uninstall() -> None:
     """Give RL2 its own ``compute_advantages`` back."""
-    for module in rl2_modules():
-        if hasattr(module, "_gem_native_compute_advantages"):
-            module.compute_advantages = module._gem_native_compute_advantages
-            del module._gem_native_compute_advantages
+    patch.uninstall(rl2_modules(), FUNCTION)
 
 
 def rl2_modules() -> list[Any]:

@@ -15,7 +15,6 @@ from typing import Any
 
 from gem_adapters.common import written
 from gem_adapters.common.settings import RunSettings
-from gem_adapters.common.written import WrittenRun, check_episodes_per_gpu
 
 ENV_FILE = "gem_env.py"
 TRAIN_MODULE = "gem_adapters.rl2.train"
@@ -28,11 +27,11 @@ ENV_TEMPLATE = '''\
 
 Pass this file to RL2 as rollout.env_path. For each data row it plays the GEM environment and seed
 named in the row's extra_info, with the options below, formatting turns with MODEL's chat template,
-and gives RL2 each turn's reward (gem_adapters.rl2.env).
+and gives RL2 each turn's reward (gem_adapters.rl2.rollout).
 """
 
 try:
-    from gem_adapters.rl2.env import environment
+    from gem_adapters.rl2.rollout import environment
 except ImportError as error:
     raise ImportError(
         "This RL2 environment file plays GEM environments and needs GEM where RL2 runs: "
@@ -46,23 +45,6 @@ OPTIONS = {options!r}
 _environment = environment(MODEL, OPTIONS)
 reset, step = _environment.reset, _environment.step
 '''
-
-
-def check(settings: RunSettings) -> None:
-    """Raise a :class:`GemError` for settings RL2 would reject or GEM cannot serve."""
-    settings.check()
-    check_episodes_per_gpu(settings, "RL2")
-
-
-def write_run(settings: RunSettings, *, progress: Any = None) -> WrittenRun:
-    """Write the datasets and the environment file into ``settings.out_dir``.
-
-    ``progress``, when given, is called with the number of rows written so far.
-    """
-    check(settings)
-    return written.write_run(settings, row=dataset_row, file_name=ENV_FILE, file_text=env_file_text(settings),
-                             launch_argv=lambda train, val, env_file: launch_argv(settings, train, val, env_file),
-                             progress=progress)
 
 
 def dataset_row(env_id: str, seed: int, index: int, split: str, observation: str) -> dict[str, Any]:
@@ -117,3 +99,8 @@ def launch_argv(settings: RunSettings, train: Path, val: Path, env_file: Path) -
     return ["torchrun", f"--nnodes={settings.nodes}", f"--nproc_per_node={settings.gpus}",
             "-m", TRAIN_MODULE, *overrides(settings, train, val, env_file),
             f"gem.estimator={settings.estimator}"]
+
+
+#: What RL2 reads: the datasets and the environment file, launched under torchrun.
+RUN = written.FileRun("RL2", ENV_FILE, dataset_row, env_file_text, launch_argv)
+check, write_run = RUN.check, RUN.write

@@ -15,10 +15,10 @@ RL2 as it is.
 
 from __future__ import annotations
 
-import runpy
 import sys
 from collections.abc import Sequence
 
+from gem_adapters.common.launch import library_arguments, run_launcher
 from gem_adapters.rl2 import TRAINER_MODULE
 from gem_core.errors import GemError
 
@@ -55,16 +55,9 @@ def split_overrides(argv: Sequence[str]) -> tuple[str | None, list[str]]:
 
 def rl2_overrides(argv: Sequence[str]) -> tuple[str | None, list[str]]:
     """The checked GEM estimator (its GEM name) and the overrides RL2's Hydra main gets."""
-    from gem_adapters.common.estimators import gem_estimator
-
     estimator, rest = split_overrides(argv)
-    if estimator is None:
-        return None, rest
-    name = gem_estimator(estimator)  # an unknown name raises, naming the closest ones
-    for arg in rest:
-        if override_key(arg) in CONFLICTS:
-            raise GemError(f"{arg} cannot go with {GEM_KEY}: {CONFLICTS[override_key(arg)]}.")
-    return name, [*rest, f"adv.estimator={NATIVE_STAND_IN}"]
+    return library_arguments(estimator, rest, option=GEM_KEY, conflicts=CONFLICTS, key=override_key,
+                             native=[f"adv.estimator={NATIVE_STAND_IN}"])
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -78,9 +71,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         from gem_adapters.rl2.advantages import install
 
         install(estimator)
-    sys.argv = [TRAINER_MODULE, *overrides]
-    runpy.run_module(TRAINER_MODULE, run_name="__main__", alter_sys=True)
-    return 0
+    return run_launcher(TRAINER_MODULE, overrides)
 
 
 if __name__ == "__main__":

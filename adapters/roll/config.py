@@ -1,6 +1,6 @@
 """Writes what ROLL's own launcher needs to train on GEM adapters' environments: one ROLL config
 (the keys ROLL's GEM examples set), whose ``custom_envs`` name GEM adapters' ids through the bridge
-(see :mod:`gem_adapters.roll.bridge`). ROLL plays episodes itself, seeded per group, so no dataset
+(see :mod:`gem_adapters.roll.rollout`). ROLL plays episodes itself, seeded per group, so no dataset
 is written.
 """
 
@@ -16,7 +16,7 @@ from typing import Any
 from gem_adapters.common.estimators import library_name
 from gem_adapters.common.launch import command_line, python_command
 from gem_adapters.common.settings import RunSettings as CommonSettings
-from gem_adapters.roll.bridge import roll_env_id
+from gem_adapters.roll.rollout import roll_env_id
 from gem_core.errors import GemError, MissingDependencyError
 
 CONFIG_NAME = "gem_roll"

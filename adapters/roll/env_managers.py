@@ -3,7 +3,7 @@
 ROLL's env worker imports each environment's ``env_manager_cls`` by dotted path before making the
 environment. Naming it ``gem_adapters.roll.env_managers.StepConcatEnvManager`` (or
 ``StepEnvManager``, ``TrajEnvManager``) imports this module in that process, which registers every
-GEM adapters id in the ``gem`` registry (see :mod:`gem_adapters.roll.bridge`); the name then
+GEM adapters id in the ``gem`` registry (see :mod:`gem_adapters.roll.rollout`); the name then
 resolves to ROLL's class itself, unmodified.
 """
 
@@ -12,7 +12,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from gem_adapters.roll.bridge import register_envs
+from gem_adapters.roll.rollout import register_envs
 from gem_core.errors import GemError
 
 #: Our name -> ROLL's module holding the class of that name.

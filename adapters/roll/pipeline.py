@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from gem_adapters.common import patch
 from gem_adapters.common.estimators import estimator_names
 from gem_adapters.roll.env_managers import RollMissingError
 from gem_core.errors import GemError
@@ -67,16 +68,12 @@ class GemPipeline(roll_pipeline.AgenticPipeline):
         super().__init__(pipeline_config)
 
     def run(self) -> Any:
-        roll_function = roll_pipeline.compute_response_level_rewards
-
         def gem_function(batch: Any, pipeline_config: Any) -> Any:
             return response_level_rewards(self.gem_estimator, batch, pipeline_config)
 
-        roll_pipeline.compute_response_level_rewards = gem_function
-        try:
+        gem_function.gem_estimator = self.gem_estimator  # type: ignore[attr-defined]
+        with patch.replaced(roll_pipeline, "compute_response_level_rewards", gem_function):
             return super().run()
-        finally:
-            roll_pipeline.compute_response_level_rewards = roll_function
 
 
 def __getattr__(name: str) -> type[GemPipeline]:

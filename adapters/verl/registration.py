@@ -28,7 +28,7 @@ def register_estimators() -> list[str]:
     from verl.trainer.ppo import core_algos
 
     from gem_adapters.common.estimators import estimator_names
-    from gem_adapters.verl.estimators import VerlEstimator
+    from gem_adapters.verl.advantages import VerlEstimator
 
     added = []
     for name, gem_name in estimator_names().items():
@@ -47,7 +47,7 @@ def register_estimators() -> list[str]:
 def register_agent_loop(_module: ModuleType | None = None) -> None:
     """Register the ``gem`` agent loop (imports verl's agent-loop module)."""
     try:
-        import gem_adapters.verl.agent_loop  # noqa: F401  (its class decorator registers it)
+        import gem_adapters.verl.rollout  # noqa: F401  (its class decorator registers it)
     except Exception:
         logger.exception("GEM could not register its %r agent loop inside verl; rollouts that use "
                          "it will fail with 'Agent loop gem not registered'.", AGENT_LOOP_NAME)

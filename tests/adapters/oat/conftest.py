@@ -84,7 +84,7 @@ def oat_args(*argv: str) -> Any:
 def make_actor(smollm2_tokenizer):
     """``make_actor(*launcher flags)``: a GEM actor as oat's ``init`` leaves it, with the scripted
     engine in place of vLLM; closed after the test."""
-    from gem_adapters.oat.actor import GemOatActor
+    from gem_adapters.oat.rollout import GemOatActor
 
     actors = []
 

@@ -1,5 +1,5 @@
 """Conformance episodes as oat transitions, and one learner rank of a two-process run (spawned by
-test_learner.py; a module of its own so that the spawned processes can import it)."""
+test_advantages.py; a module of its own so that the spawned processes can import it)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ def episodes_of(rewards_per_episode, starts, layout=conformance.LAYOUT):  # need
     """Transitions in the conformance layout: turn ``t`` of an episode answers with that turn's
     model tokens; its prompt is the episode so far (token 7 for the first observation, 8 for each
     later one)."""
-    from gem_adapters.oat.actor import GemTransition
+    from gem_adapters.oat.rollout import GemTransition
 
     episodes = []
     for rewards, turns, (env_id, seed) in zip(rewards_per_episode, layout, starts):
@@ -36,7 +36,7 @@ def learner_rank(rank: int, world_size: int, folder: str) -> None:
     import torch.distributed as dist
 
     import tests.adapters.oat.conftest  # noqa: F401 - installs the stand-ins
-    from gem_adapters.oat.learner import GemOatLearner
+    from gem_adapters.oat.advantages import GemOatLearner
     from gem_adapters.oat.train import parse
 
     dist.init_process_group("gloo", init_method=f"file://{folder}/rendezvous", rank=rank, world_size=world_size)

@@ -14,21 +14,16 @@ import pytest
 import gem_core
 from gem_core.wrappers.observation import as_seen  # observations as adapters show them
 from gem_adapters.openrlhf import ESTIMATOR_VARIABLE, hook, train
-from gem_adapters.openrlhf.estimators import uninstall
+from gem_adapters.openrlhf.advantages import uninstall
 from gem_adapters.openrlhf.labels import decode_label
-from tests.helpers import gem_command as gem
-
-EASY, HARD = "game:GuessTheNumber-v0-easy", "game:GuessTheNumber-v0-hard"
+from tests.adapters.config_command import (BAD_INPUT, EASY, HARD, assert_listed, assert_refused_before_writing,
+                                           config_run)
 
 
 @pytest.fixture(scope="module")
 def cli_run(tmp_path_factory):
-    out = tmp_path_factory.mktemp("cli") / "gtn"
-    result = gem("openrlhf", "config", "--env", EASY, "--env", HARD, "--model", "Qwen/Qwen3-0.6B", "--out", str(out),
-                 "--train-size", "10", "--val-size", "4", "--batch-size", "5", "--n", "2", "--gamma", "0.8",
-                 "--max-turns", "6", "--seed", "100", "--prompt-length", "512", "--response-length", "1536")
-    assert result.returncode == 0, result.stderr
-    return out, result
+    return config_run(tmp_path_factory, "openrlhf", "--batch-size", "5", "--prompt-length", "512",
+                      "--response-length", "1536")
 
 
 @pytest.fixture
@@ -112,23 +107,13 @@ def test_bad_flags_of_the_entry_point_fail_before_anything_starts(argv, message,
     assert message in capsys.readouterr().err and started == []
 
 
-@pytest.mark.parametrize(("option", "message"), [
-    (["--env", "game:GuessTheNumbr-v0-easy"], "GuessTheNumber-v0-easy"),
-    (["--env", EASY, "--estimator", "rebm"], "rebn"),
-    (["--env", EASY, "--wrappers", "concat_chat"], "concat_chat"),
-    (["--env", EASY, "--estimator", "grpo"], "--n 2 or more"),
-])
+@pytest.mark.parametrize(("option", "message"), BAD_INPUT)
 def test_bad_input_fails_before_anything_is_written(tmp_path, option, message):
-    out = tmp_path / "run"
-    result = gem("openrlhf", "config", "--model", "m", "--out", str(out), "--train-size", "4", "--val-size", "1",
-                 "--batch-size", "2", *option)
-    assert result.returncode != 0 and message in result.stderr and "Traceback" not in result.stderr
-    assert not out.exists()
+    assert_refused_before_writing("openrlhf", tmp_path, option, message)
 
 
 def test_gem_lists_the_adapter():
-    assert "openrlhf" in gem("--help").stdout
-    assert "openrlhf" in gem("plugins").stdout
+    assert_listed("openrlhf")
 
 
 def test_this_projects_tests_package_wins_over_the_one_openrlhf_installs():

@@ -23,13 +23,13 @@ class TrainerLike:
     def probe(self) -> dict:
         import tests
         from gem_adapters.openrlhf import ESTIMATOR_VARIABLE
-        from gem_adapters.openrlhf.estimators import installed
+        from gem_adapters.openrlhf.advantages import installed
         from tests.adapters.openrlhf import standins
 
         standins.install()
         before = "openrlhf.trainer.ppo_utils.experience_maker" in __import__("sys").modules
         from tests.adapters import conformance as batch
-        from tests.adapters.openrlhf.test_estimators import experiences_for, rows
+        from tests.adapters.openrlhf.test_advantages import experiences_for, rows
 
         maker = SimpleMaker()
         result = maker.compute_advantages_and_returns(experiences_for(maker))

@@ -11,20 +11,14 @@ import pytest
 
 from gem_adapters.common.settings import RunSettings
 from gem_adapters.rl2.config import hydra_value, write_run
-from tests.helpers import gem_command as gem
-
-EASY, HARD = "game:GuessTheNumber-v0-easy", "game:GuessTheNumber-v0-hard"
+from tests.adapters.config_command import (BAD_INPUT, EASY, HARD, assert_listed, assert_refused_before_writing,
+                                           config_run)
 
 
 @pytest.fixture(scope="module")
 def cli_run(tmp_path_factory):
-    out = tmp_path_factory.mktemp("cli") / "gtn"
-    result = gem("rl2", "config", "--env", EASY, "--env", HARD, "--model", "Qwen/Qwen3-0.6B", "--out", str(out),
-                 "--train-size", "10", "--val-size", "4", "--batch-size", "5", "--n", "2", "--gamma", "0.8",
-                 "--max-turns", "6", "--max-tokens-per-turn", "256", "--seed", "100", "--estimator", "grpo",
-                 "--gpus", "2", "--epochs", "3", "--lr", "2e-6")
-    assert result.returncode == 0, result.stderr
-    return out, result
+    return config_run(tmp_path_factory, "rl2", "--batch-size", "5", "--max-tokens-per-turn", "256",
+                      "--estimator", "grpo", "--gpus", "2", "--epochs", "3", "--lr", "2e-6")
 
 
 def compose(overrides):
@@ -82,24 +76,13 @@ def test_paths_and_names_hydra_would_misread_are_quoted(tmp_path):
     assert hydra_value("Qwen/Qwen3-0.6B") == "Qwen/Qwen3-0.6B"  # plain values stay readable
 
 
-@pytest.mark.parametrize(("option", "message"), [
-    (["--env", "game:GuessTheNumbr-v0-easy"], "GuessTheNumber-v0-easy"),
-    (["--env", EASY, "--estimator", "rebm"], "rebn"),
-    (["--env", EASY, "--wrappers", "concat_chat"], "concat_chat"),
-    (["--env", EASY, "--estimator", "grpo"], "--n 2 or more"),
-    (["--env", EASY, "--gpus", "8"], "number of GPUs"),
-])
+@pytest.mark.parametrize(("option", "message"), [*BAD_INPUT, (["--env", EASY, "--gpus", "8"], "number of GPUs")])
 def test_bad_input_fails_before_anything_is_written(tmp_path, option, message):
-    out = tmp_path / "run"
-    result = gem("rl2", "config", "--model", "m", "--out", str(out), "--train-size", "4", "--val-size", "1",
-                 "--batch-size", "2", *option)
-    assert result.returncode != 0 and message in result.stderr and "Traceback" not in result.stderr
-    assert not out.exists()
+    assert_refused_before_writing("rl2", tmp_path, option, message)
 
 
 def test_gem_lists_the_adapter():
-    assert "rl2" in gem("--help").stdout
-    assert "rl2" in gem("plugins").stdout
+    assert_listed("rl2")
 
 
 def test_this_projects_tests_package_is_the_one_imported():

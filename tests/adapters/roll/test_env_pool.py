@@ -5,11 +5,11 @@ core stage's cluster tests of the Ray mode run here too, against that Ray."""
 from __future__ import annotations
 
 import gem_core
-from gem_adapters.roll.bridge import roll_env_id
+from gem_adapters.roll.rollout import roll_env_id
 from gem_core.vector.ray_pool import shutdown_pool
 from gem_core.wrappers.observation import as_seen
 from tests.adapters.roll.conftest import EASY
-from tests.adapters.roll.test_bridge import play_as_roll
+from tests.adapters.roll.test_rollout import play_as_roll
 from tests.vector.test_ray import (  # noqa: F401  (collected here too: the same tests, ROLL's Ray)
     test_a_node_lost_mid_collection_loses_no_episode,
     test_a_pool_with_no_live_host_fails_clearly_in_bounded_time,

@@ -10,21 +10,15 @@ import pytest
 
 from gem_adapters.trl.config import RunSettings, write_run
 from gem_adapters.trl.train import main, parse
+from tests.adapters.config_command import EASY, HARD, config_run
 from tests.helpers import gem_command as gem
-
-EASY, HARD = "game:GuessTheNumber-v0-easy", "game:GuessTheNumber-v0-hard"
 
 
 @pytest.fixture(scope="module")
 def cli_run(tmp_path_factory):
-    out = tmp_path_factory.mktemp("cli") / "gtn"
-    result = gem("trl", "config", "--env", EASY, "--env", HARD, "--model", "Qwen/Qwen3-0.6B", "--out", str(out),
-                 "--train-size", "10", "--val-size", "4", "--batch-size", "4", "--n", "2", "--gamma", "0.8",
-                 "--max-turns", "6", "--max-tokens-per-turn", "256", "--response-length", "1024", "--seed", "100",
-                 "--estimator", "grpo", "--gpus", "2", "--epochs", "3", "--lr", "2e-6",
-                 "--wrappers", "episode_tracking")
-    assert result.returncode == 0, result.stderr
-    return out, result
+    return config_run(tmp_path_factory, "trl", "--batch-size", "4", "--max-tokens-per-turn", "256",
+                      "--response-length", "1024", "--estimator", "grpo", "--gpus", "2", "--epochs", "3",
+                      "--lr", "2e-6", "--wrappers", "episode_tracking")
 
 
 def test_writes_datasets_and_a_trl_config(cli_run):

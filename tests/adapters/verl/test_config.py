@@ -12,9 +12,8 @@ import pytest
 
 import gem_core
 from gem_core.wrappers.observation import as_seen  # observations as adapters show them
+from tests.adapters.config_command import EASY, HARD, config_run
 from tests.adapters.verl.conftest import compose_config
-
-EASY, HARD = "game:GuessTheNumber-v0-easy", "game:GuessTheNumber-v0-hard"
 
 
 def gem(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
@@ -24,12 +23,7 @@ def gem(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
 
 @pytest.fixture(scope="module")
 def cli_run(tmp_path_factory):
-    out = tmp_path_factory.mktemp("cli") / "gtn"
-    result = gem("verl", "config", "--env", EASY, "--env", HARD, "--model", "Qwen/Qwen3-0.6B",
-                 "--out", str(out), "--train-size", "10", "--val-size", "4", "--batch-size", "5",
-                 "--n", "2", "--gamma", "0.8", "--max-turns", "6", "--seed", "100")
-    assert result.returncode == 0, result.stderr
-    return out, result
+    return config_run(tmp_path_factory, "verl", "--batch-size", "5")
 
 
 def read_rows(path):

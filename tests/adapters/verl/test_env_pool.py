@@ -9,7 +9,7 @@ import torch
 from gem_adapters.common import session as session_module
 from gem_adapters.common.options import EpisodeOptions
 from tests.adapters.verl.conftest import compose_config
-from tests.adapters.verl.test_agent_loop import HARD, binary_search, play, row
+from tests.adapters.verl.test_rollout import HARD, binary_search, play, row
 from tests.helpers import kill_ray_host
 
 POOL = "verl-env-pool"

@@ -35,7 +35,7 @@ def run_probe(script: str, env: dict[str, str] | None = None, timeout: float = 3
     return json.loads(result.stdout.strip().splitlines()[-1]), result.stderr
 
 
-EXPECTED_AGENT_LOOP = {"_target_": "gem_adapters.verl.agent_loop.GemAgentLoop"}
+EXPECTED_AGENT_LOOP = {"_target_": "gem_adapters.verl.rollout.GemAgentLoop"}
 
 
 @pytest.fixture(scope="module")

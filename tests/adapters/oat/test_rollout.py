@@ -118,7 +118,7 @@ def test_oats_actor_step_sends_the_episodes_through_its_shared_memory(make_actor
     from oat.utils.ipc import PlasmaShmClient
     from torch.utils.data import DataLoader
 
-    from gem_adapters.oat.learner import StartRows
+    from gem_adapters.oat.advantages import StartRows
 
     actor = make_actor("--env", EASY, "--num_samples", "2")
     actor.ipc_client = PlasmaShmClient(plasma_server)

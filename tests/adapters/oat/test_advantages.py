@@ -16,7 +16,7 @@ from tests.adapters.oat.learning import episodes_of
 def make_learner(monkeypatch):
     """``make_learner(*launcher flags)``: a GEM learner as oat's ``_init`` leaves it for feedback
     processing (no critic, empty buffers); ``_init`` itself loads the model with deepspeed on GPUs."""
-    from gem_adapters.oat.learner import GemOatLearner
+    from gem_adapters.oat.advantages import GemOatLearner
 
     for name in ("MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "RANK", "LOCAL_RANK"):
         monkeypatch.delenv(name, raising=False)  # oat's launcher sets these; restored after the test

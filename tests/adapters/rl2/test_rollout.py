@@ -178,7 +178,7 @@ def test_an_env_file_without_gem_installed_says_how_to_install_it(tmp_path, monk
 
     path = tmp_path / "gem_env.py"
     path.write_text(env_file_text(settings(tmp_path, "some/model")))
-    monkeypatch.setitem(sys.modules, "gem_adapters.rl2.env", None)  # as if GEM were missing
+    monkeypatch.setitem(sys.modules, "gem_adapters.rl2.rollout", None)  # as if GEM were missing
     spec = importlib.util.spec_from_file_location("custom_module", path)
     with pytest.raises(ImportError, match=r"pip install 'gem-adapters\[rl2\]'"):
         spec.loader.exec_module(importlib.util.module_from_spec(spec))

@@ -169,7 +169,7 @@ def test_a_row_without_a_gem_label_is_refused(tmp_path, engine_for, smollm2_toke
 
 def test_an_agent_file_without_gem_installed_says_how_to_install_it(tmp_path, monkeypatch):
     path = agent_file(tmp_path)
-    monkeypatch.setitem(sys.modules, "gem_adapters.openrlhf.agent", None)  # as if GEM were missing
+    monkeypatch.setitem(sys.modules, "gem_adapters.openrlhf.rollout", None)  # as if GEM were missing
     with pytest.raises(ImportError, match=r"pip install 'gem-adapters\[openrlhf\]'"):
         _load_agent_executor(str(path))
 
@@ -187,7 +187,7 @@ def test_a_template_that_rewrites_past_turns_still_gives_the_text_between_turns(
     """Like Qwen3's template, which shows reasoning only in the turn after the last user message."""
     import copy
 
-    from gem_adapters.openrlhf.agent import ChatFormat
+    from gem_adapters.openrlhf.rollout import ChatFormat
 
     tokenizer = copy.deepcopy(smollm2_tokenizer)
     tokenizer.chat_template = (

@@ -122,7 +122,7 @@ def test_a_turn_reward_spread_over_its_tokens_counts_once():
 
 
 def test_the_estimator_needs_gamma():
-    from gem_adapters.verl.estimators import VerlEstimator
+    from gem_adapters.verl.advantages import VerlEstimator
 
     data, _ = hand_built_batch()
     with pytest.raises(GemError, match="algorithm config"):
@@ -135,7 +135,7 @@ def test_agent_loop_outputs_through_verl_equal_core_rebn(run_config, chat_tokeni
     from verl import DataProto
 
     from tests.adapters.verl.conftest import ScriptedServer, make_agent_loop
-    from tests.adapters.verl.test_agent_loop import binary_search, row
+    from tests.adapters.verl.test_rollout import binary_search, row
 
     outputs = []
     for env_id, seed, answer in [("game:GuessTheNumber-v0-easy", 1, binary_search),

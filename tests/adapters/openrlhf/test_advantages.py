@@ -15,7 +15,7 @@ from openrlhf.trainer.ppo_utils.kl_controller import FixedKLController
 from openrlhf.trainer.ppo_utils.samples_generator import SamplesGenerator
 
 from gem_adapters.common.estimators import token_estimate
-from gem_adapters.openrlhf.estimators import install, installed, uninstall
+from gem_adapters.openrlhf.advantages import install, installed, uninstall
 from gem_adapters.openrlhf.labels import encode_label
 from gem_core import GemError
 from tests.adapters import conformance as batch

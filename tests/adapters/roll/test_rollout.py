@@ -18,7 +18,7 @@ import gem_core
 from gem_core.wrappers.observation import as_seen  # observations as adapters show them
 from tests.adapters import failing
 from gem_adapters.roll import PREFIX
-from gem_adapters.roll.bridge import RollEnv, register_envs, roll_env_id
+from gem_adapters.roll.rollout import RollEnv, register_envs, roll_env_id
 from gem_core import GemError
 from tests.adapters.roll.conftest import EASY
 

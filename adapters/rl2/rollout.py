@@ -1,0 +1,108 @@
+"""GEM environments behind RL2 0.0.2's environment hook (``rollout.env_path``).
+
+RL2 executes the file named by ``rollout.env_path`` on rank 0 and, for every data row without a
+``prompt``, awaits ``reset(extra_info) -> (state_text, extra_info)`` and then, once per model turn,
+``step(state_text, action_text, extra_info) -> {next_state, reward, score, done, extra_info}``.
+``gem rl2 config`` writes such a file; it binds :func:`environment` to the model and episode
+options of the run. For each row:
+
+* the row's ``extra_info`` (``env_id``, ``seed``) names the environment and its seed; an
+  :class:`~gem_adapters.common.session.EnvSession` makes it with the configured wrappers, honours
+  ``max_turns``, and ends the episode truncated (stop ``env_error``) if the environment raises;
+* the first observation becomes the prompt through the model's chat template, and each next
+  observation follows the answer as a user message rendered by the same template, so
+  ``next_state`` extends ``state_text + action_text`` and RL2 keeps the episode in one sequence;
+* the environment gets the answer without its end-of-turn text, and the turn's reward is the
+  step's ``reward``, which RL2 puts on the turn's last action token (also its ``score``).
+
+RL2 git HEAD replaced this hook with ``generate(config, tokenizer, router_url, sample)``, in which
+the environment file generates too; this adapter serves RL2 0.0.2 only.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Mapping
+from typing import Any
+
+from gem_adapters.common.chat import ChatFormat
+from gem_adapters.common.options import EpisodeOptions
+from gem_adapters.common.session import EnvSession
+from gem_core.errors import GemError
+
+#: The key of ``extra_info`` that carries a row's running episode from ``reset`` to ``step``.
+EPISODE_KEY = "gem_episode"
+
+
+class Episode:
+    """A row's running session; the environment is closed when the episode ends, or when RL2 drops
+    the row's ``extra_info`` (RL2's own ``rollout.max_turns`` cut it)."""
+
+    def __init__(self, session: EnvSession):
+        self.session = session
+        self._close = weakref.finalize(self, session.close)
+
+    def close(self) -> None:
+        self._close()
+
+
+class GemEnvironment:
+    """The ``reset`` and ``step`` of an environment file, for one model and set of episode options."""
+
+    def __init__(self, model: str, options: EpisodeOptions, tokenizer: Any = None):
+        self.model, self.options, self._tokenizer = model, options, tokenizer
+        self._chat: ChatFormat | None = None
+
+    @property
+    def chat(self) -> ChatFormat:
+        """The model's chat format, read from its tokenizer once (as RL2 loads it)."""
+        if self._chat is None:
+            tokenizer = self._tokenizer
+            if tokenizer is None:
+                from transformers import AutoTokenizer
+
+                tokenizer = AutoTokenizer.from_pretrained(self.model, trust_remote_code=True)
+            self._chat = ChatFormat(tokenizer)
+        return self._chat
+
+    async def reset(self, extra_info: Mapping[str, Any] | None) -> tuple[str, dict[str, Any]]:
+        env_id, seed = episode_start(extra_info)
+        session = EnvSession.start(env_id, seed, self.options)
+        try:
+            state_text = self.chat.first(await session.reset())
+        except BaseException:
+            session.close()
+            raise
+        return state_text, {**dict(extra_info or {}), EPISODE_KEY: Episode(session)}
+
+    async def step(self, state_text: str, action_text: str, extra_info: Mapping[str, Any]) -> dict[str, Any]:
+        episode = extra_info.get(EPISODE_KEY) if isinstance(extra_info, Mapping) else None
+        if not isinstance(episode, Episode):
+            raise GemError("RL2 stepped a GEM environment that was never reset: its data row has a "
+                           "'prompt' or 'messages' field, so RL2 skipped reset. Write the rows with "
+                           "`gem rl2 config` (extra_info only).")
+        outcome = await episode.session.step(self.chat.answer_content(action_text))
+        next_state = state_text + action_text
+        if outcome.done:
+            episode.close()
+        else:
+            next_state += self.chat.after_answer(action_text, outcome.observation)
+        return {"next_state": next_state, "reward": outcome.reward, "score": outcome.reward,
+                "done": outcome.done, "extra_info": extra_info}
+
+
+def episode_start(extra_info: Mapping[str, Any] | None) -> tuple[str, int | None]:
+    """The (environment id, seed) a row's ``extra_info`` names."""
+    if not isinstance(extra_info, Mapping) or not extra_info.get("env_id"):
+        raise GemError(f"An RL2 data row for GEM needs extra_info with 'env_id' and 'seed', not "
+                       f"{extra_info!r}; write the rows with `gem rl2 config`.")
+    seed = extra_info.get("seed")
+    return str(extra_info["env_id"]), None if seed is None else int(seed)
+
+
+def environment(model: str, options: Mapping[str, Any] | None = None, *, tokenizer: Any = None) -> GemEnvironment:
+    """The environment of an environment file: ``model`` names the tokenizer whose chat template
+    formats the turns (RL2's ``actor.model_name``), ``options`` the episode options (``wrappers``,
+    ``max_turns``, ``max_tokens_per_turn``), checked here."""
+    checked = EpisodeOptions.from_config(options, where="the options of the GEM environment file")
+    return GemEnvironment(model, checked, tokenizer)

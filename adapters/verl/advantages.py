@@ -1,0 +1,48 @@
+"""GEM's advantage estimators, called the way verl calls its own.
+
+verl hands an estimator ``token_level_rewards`` and ``response_mask`` (rows x response tokens), its
+``algorithm`` config and, when present, ``index`` (the group id of every row). With the ``gem``
+agent loop each row holds one episode and each turn's reward sits on that turn's last model token,
+so :func:`gem_adapters.common.estimators.token_estimate` reads the per-turn rewards back, runs the
+GEM estimator with ``algorithm.gamma`` and puts each turn's advantage on its tokens. With verl's
+KL-in-reward penalty on, a turn's reward is the sum over its tokens.
+
+Inside verl every GEM estimator is named ``gem_<name>`` (``gem_rebn``, ``gem_grpo``, ...), and
+ReBN is also plainly ``rebn``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gem_adapters.common.estimators import token_estimate
+from gem_core.errors import GemError
+
+
+class VerlEstimator:
+    """A GEM estimator with verl's estimator signature; returns ``(advantages, returns)``, where
+    returns are the discounted per-turn returns ``G_t`` on each turn's tokens."""
+
+    def __init__(self, gem_name: str):
+        self.gem_name = gem_name
+
+    def __call__(self, token_level_rewards: Any, response_mask: Any, config: Any = None,
+                 index: Any = None, **_unused: Any) -> tuple[Any, Any]:
+        return token_estimate(self.gem_name, token_level_rewards, response_mask, gamma=gamma_of(config),
+                              group_ids=index)
+
+    def __repr__(self) -> str:
+        return f"<GEM estimator {self.gem_name!r} for verl>"
+
+
+def gamma_of(config: Any) -> float:
+    """``gamma`` of verl's ``algorithm`` config (a dataclass, an OmegaConf node or a dict)."""
+    gamma = getattr(config, "gamma", None)
+    if gamma is None and hasattr(config, "get"):
+        gamma = config.get("gamma")
+    if gamma is None:
+        raise GemError(
+            "GEM's estimators read the discount from verl's algorithm config, but none was given: "
+            "call them through verl's compute_advantage, or pass config={'gamma': ...}."
+        )
+    return float(gamma)

@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Installs the verl adapter on a CPU machine (as the tests do; docs/adapters/verl.md has the GPU lines),
+# from the clone's root. docs/adapters/verl.md shows these lines and scripts/adapter_envs.py builds
+# the adapter's test stage from them (adding the dev extra).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+# --8<-- [start:torch]
+pip install torch==2.13.0                      # the CPU wheel
+# --8<-- [end:torch]
+# --8<-- [start:install]
+pip install -e ".[verl]"
+# --8<-- [end:install]

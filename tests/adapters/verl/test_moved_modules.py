@@ -1,0 +1,10 @@
+"""The verl adapter's modules took the names every adapter uses; the former names still import them."""
+
+from tests.adapters.moved import assert_moved
+
+
+def test_former_module_names_import_the_renamed_modules():
+    assert_moved({
+        "gem_adapters.verl.agent_loop": "gem_adapters.verl.rollout",
+        "gem_adapters.verl.estimators": "gem_adapters.verl.advantages",
+    })
