@@ -114,7 +114,13 @@ def kill_ray_host(pool_name: str, index: int) -> None:
 
     from gem_core.vector.ray_pool import NAMESPACE, RayPool
 
-    handle = ray.get_actor(RayPool(name=pool_name).host_name(index), namespace=NAMESPACE)
+    kill_ray_actor(ray.get_actor(RayPool(name=pool_name).host_name(index), namespace=NAMESPACE))
+
+
+def kill_ray_actor(handle) -> None:
+    """End the environment host ``handle`` and wait until it is gone."""
+    import ray
+
     ray.kill(handle, no_restart=True)
     for _ in range(100):
         try:

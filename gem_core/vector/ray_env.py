@@ -13,6 +13,11 @@ where its environment is built afresh. A lost step ends its episode truncated, l
 retried with the same seed (the episode never started). Calls are never retried by Ray (a
 retried ``step`` would be applied twice). When no live host is left, the step raises
 :class:`~gem_core.GemError`.
+
+An anonymous pool starts a host in place of each lost one, wherever the cluster offers the
+resource; the step does not wait for it. Once it answers, slots move to it as their episodes start
+(never mid-episode) until the hosts hold even shares. A named pool's lost hosts are started again
+by the next vector environment that starts on the pool.
 """
 
 from __future__ import annotations
@@ -69,6 +74,7 @@ class RayVectorEnv(VectorEnv):
         self._hosts: list[_Host] = []
         self._host_of: list[int] = [0] * self.num_envs
         self._placed: set[int] = set()  # slots whose current host has their recipe
+        self._starting: list[tuple[Any, Any]] = []  # (actor, its describe() reply) of hosts replacing lost ones
         try:
             self._start_hosts()
         except BaseException:
@@ -104,6 +110,8 @@ class RayVectorEnv(VectorEnv):
         if getattr(self, "_closed", True):
             return
         super().close()
+        for actor, _ in getattr(self, "_starting", []):
+            self._ray.kill(actor, no_restart=True)
         live = [h for h in getattr(self, "_hosts", []) if h.alive]
         if not live:
             return
@@ -190,6 +198,9 @@ class RayVectorEnv(VectorEnv):
 
     def _send(self, calls: list[Call]) -> dict[int, tuple[Any, list[Call]]]:
         """One batch per host: ``{host: (object ref of its outcomes, its calls)}``."""
+        if self._starting:
+            self._adopt_started_hosts()
+        self._spread([call.slot for call in calls if call.action is None])
         batches: dict[int, list[Call]] = {}
         for call in calls:
             batches.setdefault(self._host_of[call.slot], []).append(call)
@@ -232,7 +243,8 @@ class RayVectorEnv(VectorEnv):
                 call.finished = True
 
     def _lose(self, host: int, reason: str) -> None:
-        """Take a host out of service and move its slots to the live hosts (fewest slots first)."""
+        """Take a host out of service, move its slots to the live hosts (fewest slots first) and,
+        for an anonymous pool, start a host in its place."""
         lost = self._hosts[host]
         if not lost.alive:
             return
@@ -252,16 +264,59 @@ class RayVectorEnv(VectorEnv):
         for index in moved:
             self._place(index, min(live, key=lambda i: len(self._hosts[i].slots)))
         for target in {self._host_of[i] for i in moved}:
-            here = [i for i in moved if self._host_of[i] == target]
-            try:
-                self._ray.get(self._hosts[target].actor.open.remote(
-                    self._lease, self.num_envs, len(here), self.step_timeout, [self._recipes[i] for i in here]),
-                    timeout=self.pool.start_timeout)
-            except self._ray.exceptions.RayTaskError as e:
-                raise _cause(e) from None
-            except Exception as e:  # that host is gone too: its next batch finds out and moves on
-                logger.warning("Opening slots on %s raised %s", self._hosts[target].where, e)
+            self._open_on(target, [i for i in moved if self._host_of[i] == target])
+        if self.pool.name is None:  # a named pool's hosts are started again by the pool's next user
+            actor = self.pool.launch(host)
+            self._starting.append((actor, actor.describe.remote()))
 
+    def _open_on(self, host: int, slots: list[int]) -> bool:
+        """Grow this lease on ``host`` by ``slots``; False when that host is gone (its next batch
+        finds out and moves on)."""
+        try:
+            self._ray.get(self._hosts[host].actor.open.remote(
+                self._lease, self.num_envs, len(slots), self.step_timeout, [self._recipes[i] for i in slots]),
+                timeout=self.pool.start_timeout)
+            return True
+        except self._ray.exceptions.RayTaskError as e:
+            raise _cause(e) from None
+        except Exception as e:
+            logger.warning("Opening slots on %s raised %s", self._hosts[host].where, e)
+            return False
+
+    def _adopt_started_hosts(self) -> None:
+        """Put the hosts started in place of lost ones into service once they answer."""
+        ray = self._ray
+        ready = set(ray.wait([reply for _, reply in self._starting], num_returns=len(self._starting),
+                             timeout=0)[0])
+        for actor, reply in [started for started in self._starting if started[1] in ready]:
+            self._starting.remove((actor, reply))
+            try:
+                node_id, where = ray.get(reply, timeout=self.pool.call_timeout)
+            except Exception as e:  # it died as it started: the nodes that offer the resource are going
+                logger.warning("A host started in place of a lost one failed: %s", e)
+                continue
+            self._hosts.append(_Host(actor, node_id, where))
+            logger.warning("A new environment host on %s replaces a lost one; slots move to it as their "
+                           "episodes start.", where)
+
+    def _spread(self, starting: list[int]) -> None:
+        """Move slots whose episodes start now (``starting``) from the fullest live hosts to the
+        emptiest, until no host holds two more slots than another (after a host joins)."""
+        sizes = {i: len(h.slots) for i, h in enumerate(self._hosts) if h.alive}
+        if not starting or len(sizes) < 2 or max(sizes.values()) - min(sizes.values()) <= 1:
+            return
+        moves: dict[int, list[int]] = {}
+        for index in starting:
+            source, target = self._host_of[index], min(sizes, key=sizes.__getitem__)
+            if sizes[source] > sizes[target] + 1:
+                sizes[source] -= 1
+                sizes[target] += 1
+                moves.setdefault(target, []).append(index)
+        for target, slots in moves.items():
+            if self._open_on(target, slots):
+                for index in slots:
+                    self._hosts[self._host_of[index]].actor.drop.remote(self._lease, [index])  # nothing waits on it
+                    self._place(index, target)
 
 def is_host_lost(info: dict[str, Any]) -> bool:
     """Whether a row's info reports a call lost with its host."""

@@ -101,17 +101,7 @@ class RayPool:
                 f"The Ray cluster offers {offered:g} unit(s) of the resource '{self.resource}', and "
                 f"{self.hosts} environment host(s) need one each. Start CPU nodes that offer it: "
                 f"ray start --address=HEAD:6379 --resources='{{\"{self.resource}\": 8}}'.")
-        from gem_core.vector.ray_host import host_actor_class
-
-        actor_class = host_actor_class()
-        handles = []
-        for index in range(self.hosts):
-            options: dict[str, Any] = {"num_cpus": 0, "resources": {self.resource: 1},
-                                       "scheduling_strategy": "SPREAD"}
-            if self.name is not None:
-                options.update(name=self.host_name(index), namespace=NAMESPACE, lifetime="detached",
-                               get_if_exists=True)
-            handles.append(actor_class.options(**options).remote(self.slots_per_host))
+        handles = [self.launch(index) for index in range(self.hosts)]
         try:
             described = ray.get([h.describe.remote() for h in handles], timeout=self.start_timeout)
         except ray.exceptions.GetTimeoutError:
@@ -125,6 +115,16 @@ class RayPool:
         if self.name is not None:
             _found[self] = hosts
         return list(hosts)
+
+    def launch(self, index: int) -> Any:
+        """Start host ``index`` without waiting for it (for a named pool: find it by name, or
+        start it under that name); returns its actor handle."""
+        from gem_core.vector.ray_host import host_actor_class
+
+        options: dict[str, Any] = {"num_cpus": 0, "resources": {self.resource: 1}, "scheduling_strategy": "SPREAD"}
+        if self.name is not None:
+            options.update(name=self.host_name(index), namespace=NAMESPACE, lifetime="detached", get_if_exists=True)
+        return host_actor_class().options(**options).remote(self.slots_per_host)
 
     def forget(self) -> None:
         """Look the named pool's hosts up again at the next :meth:`start` (one was lost)."""

@@ -1,5 +1,6 @@
 """The Ray mode on a simulated cluster (a head and two nodes offering ``gem_env``): placement
-across nodes, a node lost mid-collection, a pool with no host left, named pools, clear errors.
+across nodes, a node lost mid-collection, a lost host replaced, a pool with no host left, named
+pools, clear errors.
 
 The contract tests of the other files run on the Ray mode too (their ``mode`` fixture)."""
 
@@ -8,14 +9,16 @@ import subprocess
 import sys
 import threading
 import time
+from collections import Counter
 
 import pytest
 
 import gem_core
 from gem_core import GemError
 from gem_core.vector import FAULT
+from gem_core.vector.ray_env import is_host_lost
 from tests.conftest import ENV_RESOURCE
-from tests.helpers import kill_ray_host
+from tests.helpers import kill_ray_actor, kill_ray_host
 from tests.vector.conftest import RAY_POOL, make_vec
 from tests.vector.envs import Countdown
 
@@ -108,13 +111,33 @@ def test_a_node_lost_mid_collection_loses_no_episode(ray_cluster):
             ray_cluster.wait_for_nodes(timeout=60)
     lost = [info[FAULT] for info in rows if info.get(FAULT, {}).get("kind") == "host_lost"]
     assert lost and all(f["phase"] == "step" and "node" in f["host"] for f in lost)
-    assert len(survivors) == 1 and victims[0].node_id[:12] not in next(iter(survivors))
+    assert survivors and all(victims[0].node_id[:12] not in where for where in survivors)
     assert len(episodes) == 30 and len({e.seed for e in episodes}) == 30  # each seed once
     assert all(e.done and FAULT not in e.turns[-1].info for e in episodes)  # complete, no fault rows
     assert sum(replayed_return(e) for e in episodes) == sum(e.total_reward for e in episodes)
     assert elapsed < 60
     print(f"node loss: {len(lost)} episode(s) lost in flight and played again; 30 of 30 returned "
           f"once, in {elapsed:.1f} s")
+
+
+def test_a_lost_host_is_replaced_and_slots_move_to_it_as_their_episodes_start(ray_cluster):
+    with make_vec(COUNTDOWN, 6, mode="ray", pool={"hosts": 2}, seed=5, length=None) as vec:
+        vec.reset()
+        victim = vec._host_of[0]
+        kill_ray_actor(vec._hosts[victim].actor)
+        infos = vec.step(["a"] * 6)[4]
+        assert sum(is_host_lost(info) for info in infos) == 3  # the calls that ran there
+        assert victim not in vec._host_of and len(set(vec._host_of)) == 1  # its slots moved
+        deadline = time.monotonic() + 60
+        while len(set(vec._host_of)) < 2:  # a host started in its place joins; episodes that start move there
+            assert time.monotonic() < deadline, "no host replaced the lost one"
+            time.sleep(0.2)
+            vec.reset()
+        assert victim not in vec._host_of and sorted(Counter(vec._host_of).values()) == [3, 3]
+        episodes = gem_core.collect_episodes(vec, echo_tail, 9, seed=3)
+    with gem_core.make_vec(COUNTDOWN, 6, seed=5, length=None) as local:
+        expected = gem_core.collect_episodes(local, echo_tail, 9, seed=3)
+    assert [e.to_dict() for e in episodes] == [e.to_dict() for e in expected]
 
 
 def test_a_pool_with_no_live_host_fails_clearly_in_bounded_time(ray_cluster):
