@@ -193,12 +193,16 @@ def require_single_agent(env: Any, what: str) -> Any:
     :class:`~gem_core.errors.SingleAgentRequiredError` saying that ``what`` (the code given it)
     takes a single-agent one, and naming the single-agent views and ``check_multiagent_env``."""
     if isinstance(env, BaseEnv) and not isinstance(env, Env):
-        name = env.spec.id if env.spec is not None else type(env).__name__
-        raise SingleAgentRequiredError(
-            f"{name} is a multi-agent environment, and {what} takes a single-agent one: give it a "
-            f"single-agent view, the self_play or versus wrapper (gem_core.wrappers.seats; the built-in games "
-            f"register them as -selfplay and -vs-bot ids), or check it with check_multiagent_env.")
+        raise single_agent_required(env.spec.id if env.spec is not None else type(env).__name__, what)
     return env
+
+
+def single_agent_required(name: str, what: str) -> SingleAgentRequiredError:
+    """The error for the multi-agent environment ``name`` given to ``what``."""
+    return SingleAgentRequiredError(
+        f"{name} is a multi-agent environment, and {what} takes a single-agent one: give it a "
+        f"single-agent view, the self_play or versus wrapper (gem_core.wrappers.seats; the built-in games "
+        f"register them as -selfplay and -vs-bot ids), or check it with check_multiagent_env.")
 
 
 class Forwarding:

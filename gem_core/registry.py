@@ -116,6 +116,16 @@ class EnvSpec:
         return missing
 
     @property
+    def multiagent(self) -> bool:
+        """Whether :func:`make` gives a multi-agent environment, told without making one: the
+        entry point is a :class:`~gem_core.multiagent.MultiAgentEnv` class and the id applies no
+        wrapper (a single-agent view such as ``self_play`` is a wrapper). Imports the entry point."""
+        from gem_core.multiagent import MultiAgentEnv
+
+        constructor = _constructor(self)
+        return not self.wrappers and isinstance(constructor, type) and issubclass(constructor, MultiAgentEnv)
+
+    @property
     def name(self) -> str:
         """The id: the key the registry files this spec under."""
         return self.id

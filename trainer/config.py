@@ -159,12 +159,15 @@ def vector_mode(ray_address: str | None, env_hosts: int | None, here: str = "asy
     return {"mode": "ray", "pool": {"address": address, "hosts": env_hosts or 2}}
 
 
-def check_env_ids(env_ids: list[str]) -> None:
-    """Every id must be registered; a typo names the closest ids."""
+def check_env_ids(env_ids: list[str], command: str = "gem train") -> None:
+    """Every id must be registered (a typo names the closest ids) and single-agent, before a
+    model is loaded."""
     import gem_core
+    from gem_core.core import single_agent_required
 
     for env_id in env_ids:
-        gem_core.spec(env_id)
+        if gem_core.spec(env_id).multiagent:
+            raise single_agent_required(env_id, command)
 
 
 def _check_types(config: TrainConfig) -> None:

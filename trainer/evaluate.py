@@ -83,7 +83,7 @@ class EvalSettings:
             raise GemError(f"--timeout must be a positive number of seconds, got {self.timeout}.")
         if self.base_url is not None and not self.model:
             raise GemError("--base-url needs --model, the name of the model the endpoint serves.")
-        check_env_ids(self.envs)
+        check_env_ids(self.envs, "gem eval")
 
 
 class MessagesTemplate:

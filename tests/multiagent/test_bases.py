@@ -115,6 +115,16 @@ def test_gem_eval_on_a_raw_multi_agent_id_is_a_clear_error(tmp_path):
     assert "Traceback" not in result.stderr + result.stdout
 
 
+def test_the_trainer_refuses_a_raw_multi_agent_id_before_it_loads_a_model():
+    from gem_trainer.config import TrainConfig, validate
+
+    assert gem_core.spec("multiagent:Nim-v0").multiagent and not gem_core.spec("multiagent:Nim-v0-selfplay").multiagent
+    assert not gem_core.spec("game:GuessTheNumber-v0-easy").multiagent
+    with pytest.raises(SingleAgentRequiredError, match="multiagent:Nim-v0 is a multi-agent environment, and gem train"):
+        validate(TrainConfig(envs=["game:GuessTheNumber-v0-easy", "multiagent:Nim-v0"]))
+    validate(TrainConfig(envs=["multiagent:Nim-v0-selfplay"]))
+
+
 @pytest.mark.parametrize("env_id", ["multiagent:Nim-v0", "multiagent:Nim-v0-selfplay"])
 def test_gem_check_checks_either_kind(env_id):
     result = gem_command("check", env_id, "--steps", "5")
