@@ -39,7 +39,8 @@ class Metrics(dict):
     """The metrics a workload reports, printed as the protocol's last stdout line by :meth:`emit`."""
 
     def add(self, name: str, value: float, unit: str, better: str = "higher") -> None:
-        self[name] = {"value": value, "unit": unit, "better": better}
+        """Report ``value`` (rounded to 4 decimals) in ``unit``; ``better`` is "higher" or "lower"."""
+        self[name] = {"value": round(value, 4), "unit": unit, "better": better}
 
     def emit(self) -> None:
         print(json.dumps({"metrics": self}))

@@ -20,7 +20,6 @@ stdout line is the metrics JSON.
 
 from __future__ import annotations
 
-import json
 import os
 import random
 import statistics
@@ -29,7 +28,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from code_tests import action_for, rows  # noqa: E402  (the code workload's problems and answers)
-from _protocol import no_counterpart, parser as workload_parser  # noqa: E402
+from _protocol import Metrics, no_counterpart, parser as workload_parser  # noqa: E402
 
 SLOTS = 64
 CODE_SLOTS = 16
@@ -72,10 +71,7 @@ def main() -> None:
 
     steps, episodes = (60, 64) if args.quick else (300, 192)
     cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "include_dashboard": False})
-    metrics: dict[str, dict] = {}
-
-    def metric(name: str, value: float, unit: str, better: str = "higher") -> None:
-        metrics[name] = {"value": round(value, 4), "unit": unit, "better": better}
+    metrics = Metrics()
 
     try:
         for _ in range(2):
@@ -93,18 +89,18 @@ def main() -> None:
                     samples[name] += step_times(vec, steps, random.Random(repeat))
             for name, times in samples.items():
                 p50[name] = 1e3 * statistics.median(times)
-                metric(f"{name}_step_p50_ms", p50[name], "ms", "lower")
-        metric("ray_step_overhead_p50_ms", p50["ray"] - p50["async"], "ms", "lower")
+                metrics.add(f"{name}_step_p50_ms", p50[name], "ms", "lower")
+        metrics.add("ray_step_overhead_p50_ms", p50["ray"] - p50["async"], "ms", "lower")
         print("step latency measured", file=sys.stderr)
 
-        metric("code_episodes_per_s_async", code_rate(gem_core, episodes, mode="async"), "episodes/s")
+        metrics.add("code_episodes_per_s_async", code_rate(gem_core, episodes, mode="async"), "episodes/s")
         for hosts, name in ((1, "1_node"), (2, "2_nodes")):
             rate = code_rate(gem_core, episodes, mode="ray", pool={"hosts": hosts})
-            metric(f"code_episodes_per_s_ray_{name}", rate, "episodes/s")
+            metrics.add(f"code_episodes_per_s_ray_{name}", rate, "episodes/s")
     finally:
         ray.shutdown()
         cluster.shutdown()
-    print(json.dumps({"metrics": metrics}))
+    metrics.emit()
 
 
 if __name__ == "__main__":

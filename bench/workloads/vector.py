@@ -16,16 +16,16 @@ environment is not registered in the implementation is left out (and said so on 
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import io
-import json
 import random
 import statistics
 import sys
 import time
 from collections.abc import Callable
 from typing import Any
+
+from _protocol import Metrics, parser as workload_parser
 
 NUM_ENVS = 16
 LATENCY_S = 0.002
@@ -138,17 +138,12 @@ def median_of(repeats: int, measure: Callable[[], float]) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--impl", choices=["ours", "reference"], default="ours")
-    parser.add_argument("--quick", action="store_true", help="fewer steps and repeats (noisier)")
+    parser = workload_parser(__doc__, "fewer steps and repeats (noisier)")
     args = parser.parse_args()
     impl = Ours() if args.impl == "ours" else Reference()
     cpu_steps, blocking_steps, repeats = (400, 60, 3) if args.quick else (2000, 250, 5)
     rng = random.Random(0)
-    metrics: dict[str, dict[str, Any]] = {}
-
-    def metric(name: str, value: float, unit: str, better: str = "higher") -> None:
-        metrics[name] = {"value": round(value, 4), "unit": unit, "better": better}
+    metrics = Metrics()
 
     cells = [(name, env_id, draw) for name, (env_id, draw) in CPU_CELLS.items()]
     from rich.progress import Progress
@@ -168,17 +163,17 @@ def main() -> None:
                     samples[mode].append(rate)
             rates = {mode: statistics.median(values) for mode, values in samples.items()}
             for mode in ("sync", "async"):
-                metric(f"{name}_{mode}_steps_per_s", rates[mode], "steps/s")
-            metric(f"{name}_async_vs_sync", rates["async"] / rates["sync"], "x")
+                metrics.add(f"{name}_{mode}_steps_per_s", rates[mode], "steps/s")
+            metrics.add(f"{name}_async_vs_sync", rates["async"] / rates["sync"], "x")
             progress.advance(task, 2)
         batches = [["a"] * NUM_ENVS for _ in range(blocking_steps)]
         for declared, name in ((True, "blocking_2ms"), (False, "undeclared_2ms")):
             vec = impl.blocking_vec(declared)
             rate = median_of(repeats, lambda: steps_per_second(vec, batches))
-            metric(f"{name}_async_steps_per_s", rate, "steps/s")
-            metric(f"{name}_async_concurrency", rate * LATENCY_S, "x")
+            metrics.add(f"{name}_async_steps_per_s", rate, "steps/s")
+            metrics.add(f"{name}_async_concurrency", rate * LATENCY_S, "x")
         progress.advance(task)
-    print(json.dumps({"metrics": metrics}))
+    metrics.emit()
 
 
 def _stderr_console() -> Any:
