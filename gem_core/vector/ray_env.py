@@ -302,8 +302,10 @@ class RayVectorEnv(VectorEnv):
     def _spread(self, starting: list[int]) -> None:
         """Move slots whose episodes start now (``starting``) from the fullest live hosts to the
         emptiest, until no host holds two more slots than another (after a host joins)."""
+        if not starting:
+            return
         sizes = {i: len(h.slots) for i, h in enumerate(self._hosts) if h.alive}
-        if not starting or len(sizes) < 2 or max(sizes.values()) - min(sizes.values()) <= 1:
+        if len(sizes) < 2 or max(sizes.values()) - min(sizes.values()) <= 1:
             return
         moves: dict[int, list[int]] = {}
         for index in starting:
