@@ -183,9 +183,9 @@ class ContainerSandbox(ShellSandbox):
             if problem is None:
                 disk = ["--storage-opt", f"size={disk_mb}m"]
             else:
-                warnings.warn(f"A terminal task's disk of {disk_mb} MB cannot be enforced ({problem}); each file is "
-                              f"capped at {disk_mb} MB instead.", stacklevel=3)
                 limits = dataclasses.replace(limits, max_file_mb=min(limits.max_file_mb, disk_mb))
+                warnings.warn(f"A terminal task's disk of {disk_mb} MB cannot be enforced ({problem}); each file is "
+                              f"capped at {limits.max_file_mb} MB instead.", stacklevel=3)
         self.engine, self.limits, self.workdir, self.network = engine, limits, workdir, network
         self.name = f"gem-terminal-{uuid.uuid4().hex[:12]}"
         argv = [engine, "run", "-i", "--rm", "--init", "--name", self.name, "--label", f"{LABEL}={_owner()}",
