@@ -104,7 +104,8 @@ def _messages(text: str) -> list[dict[str, Any]] | None:
 def _text(content: Any) -> str:
     """A message's content as text (the text parts of a multi-part content)."""
     if isinstance(content, list):
-        return "\n".join(part.get("text", "") for part in content if isinstance(part, dict) and part.get("type") == "text")
+        return "\n".join(part.get("text", "") for part in content
+                         if isinstance(part, dict) and part.get("type") == "text")
     return "" if content is None else str(content)
 
 

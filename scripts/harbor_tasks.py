@@ -137,7 +137,8 @@ def main() -> None:
     play = commands.add_parser("measure", help="load and play every task of a folder, with and without its solution")
     play.add_argument("folder", type=Path)
     play.add_argument("--backend", default="auto", help="auto, bubblewrap, podman or docker (default: auto)")
-    play.add_argument("--base-images", default="{}", help="a JSON object mapping image names or patterns to local images")
+    play.add_argument("--base-images", default="{}",
+                      help="a JSON object mapping image names or patterns to local images")
     play.add_argument("--json", action="store_true", help="print the whole report as JSON")
     args = parser.parse_args()
     if args.command == "convert":

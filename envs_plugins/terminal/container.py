@@ -77,8 +77,9 @@ def engine_problem(engine: str) -> str | None:
 def disk_quota_problem(engine: str) -> str | None:
     """Why ``engine`` cannot cap a container's disk (``--storage-opt size``), or None when it can:
     its overlay storage must lie on XFS (asked once per process)."""
-    form = "{{.Store.GraphDriverName}} {{index .Store.GraphStatus \"Backing Filesystem\"}}" if engine == "podman" \
-        else "{{.Driver}} {{range .DriverStatus}}{{if eq (index . 0) \"Backing Filesystem\"}}{{index . 1}}{{end}}{{end}}"
+    form = ("{{.Store.GraphDriverName}} {{index .Store.GraphStatus \"Backing Filesystem\"}}" if engine == "podman" else
+            "{{.Driver}} {{range .DriverStatus}}"
+            "{{if eq (index . 0) \"Backing Filesystem\"}}{{index . 1}}{{end}}{{end}}")
     driver, _, backing = _cli(engine, "info", "--format", form).stdout.strip().partition(" ")
     if driver.startswith("overlay") and backing != "xfs":
         return f"{engine}'s {driver} storage lies on {backing or 'a file system'} rather than XFS"

@@ -277,6 +277,7 @@ class TerminalEnv(Env):
                              max_file_mb=max_file_mb, tmp_mb=disk_mb or DEFAULT_DISK_MB, max_output=max_output)
         self.task: TerminalTask | None = None
         self.sandbox: ShellSandbox | None = None
+        self._tools: tuple[str, list[str]] = ("", [])  # the episode's test tools: the shell line, and notes
         self.turn, self.done, self.agent_seconds = 0, True, 0.0
 
     def _runnable(self, tasks: list[TerminalTask], single: bool) -> list[TerminalTask]:
@@ -306,6 +307,7 @@ class TerminalEnv(Env):
             self.task = self.rng.choice(self.tasks)
         self._start(self.task)
         self._prepare(self.task)
+        self._tools = self._test_tools(self.task)  # now: a tool GEM cannot supply fails before the agent works
         self.turn, self.done, self.agent_seconds = 0, False, 0.0
         return self._prompt(), {"task": self.task.name, "difficulty": self.task.difficulty}
 
@@ -439,9 +441,10 @@ class TerminalEnv(Env):
         self.sandbox.kill_all()  # nothing the agent left running may touch the tests or their results
         self.sandbox.put(TESTS_DIR, _tests_archive(task), clean=True)
         self.sandbox.put(LOGS_DIR, _empty_logs(), clean=True)
-        setup, notes = self._test_tools(task)
-        result = self.sandbox.execute("".join(f"echo {shlex.quote(n)}; " for n in notes) + f"{setup}{task.test_command}",
-                                      timeout=task.test_timeout, env={"TEST_DIR": TESTS_DIR, "T_BENCH_TEST_DIR": TESTS_DIR})
+        setup, notes = self._tools[0], list(self._tools[1])
+        script = "".join(f"echo {shlex.quote(note)}; " for note in notes) + setup + task.test_command
+        result = self.sandbox.execute(script, timeout=task.test_timeout,
+                                      env={"TEST_DIR": TESTS_DIR, "T_BENCH_TEST_DIR": TESTS_DIR})
         results = parse_test_output(result.output)
         rewards: dict[str, float] = {}
         if task.layout == HARBOR:

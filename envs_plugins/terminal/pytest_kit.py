@@ -84,7 +84,8 @@ def _install(requirements: list[str], python: str, target: Path) -> None:
         result = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                 text=True, errors="replace", timeout=_PIP_TIMEOUT)
     except subprocess.TimeoutExpired:
-        raise GemError(f"Installing the test tools {' '.join(requirements)} took more than {_PIP_TIMEOUT:.0f} s.") from None
+        raise GemError(f"Installing the test tools {' '.join(requirements)} took more than "
+                       f"{_PIP_TIMEOUT:.0f} s.") from None
     if result.returncode != 0:
         raise GemError(f"Installing the test tools {' '.join(requirements)} for Python {python} failed (`pip install "
                        f"--target` said: {result.stdout.strip()[-1500:]}).")

@@ -304,7 +304,8 @@ def _environment_settings(environment: dict, path: Path) -> dict:
     if workdir and not (isinstance(workdir, str) and workdir.startswith("/")):
         raise GemError(f"{path}: [environment] workdir must be an absolute path, not {workdir!r}.")
     return {"cpus": _positive(environment, "cpus", path, "environment", None),
-            "memory_mb": _megabytes(environment, "memory", path), "storage_mb": _megabytes(environment, "storage", path),
+            "memory_mb": _megabytes(environment, "memory", path),
+            "storage_mb": _megabytes(environment, "storage", path),
             "network_mode": mode, "container_workdir": workdir,
             "build_timeout": _positive(environment, "build_timeout_sec", path, "environment", None)}
 

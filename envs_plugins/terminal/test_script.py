@@ -84,7 +84,8 @@ def offline_script(text: str, name: str = "run-tests.sh") -> OfflineScript:
         if missing or found:
             what = (f"`{missing}` from the package index (GEM supplies pytest and requirements pinned with ==)"
                     if missing else found.group(1))
-            needs = needs or f"its {name} runs `{' '.join(code.split())}` (line {number}), which needs {what} and the network."
+            needs = needs or (f"its {name} runs `{' '.join(code.split())}` (line {number}), which needs {what} "
+                              "and the network.")
     if (tools or mentions_pytest) and not any(Requirement(t).name == "pytest" for t in tools):
         tools.append("pytest")
     return OfflineScript("\n".join(out) + "\n", _merged(tools), python, needs)

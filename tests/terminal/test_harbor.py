@@ -116,7 +116,7 @@ def test_a_plain_pytest_summary_is_parsed_per_test_in_terminal_bench_layout(tmp_
 # --- task.toml ------------------------------------------------------------------------------------
 
 def limits_task(root, memory_mb: int, extra: str = "") -> object:
-    toml = f"version = \"1.0\"\n[environment]\nmemory_mb = {memory_mb}\ncpus = 0.5\n{extra}[verifier]\ntimeout_sec = 30.0\n"
+    toml = f"version = \"1.0\"\n[environment]\nmemory_mb = {memory_mb}\ncpus = 0.5\n{extra}"
     return form_task(root, "python3 -m pytest /tests/test_outputs.py -rA", toml=toml)
 
 
@@ -144,7 +144,8 @@ def test_a_task_toml_memory_limit_bites(backend, tmp_path, request):
             env.close()
 
 
-@pytest.mark.parametrize("backend, refusal", [("bubblewrap", "No space left on device"), ("podman", "File size limit exceeded")])
+@pytest.mark.parametrize("backend, refusal", [("bubblewrap", "No space left on device"),
+                                              ("podman", "File size limit exceeded")])
 def test_a_task_toml_storage_limit_bites(backend, refusal, tmp_path, request):
     images = request.getfixturevalue("podman") if backend == "podman" else request.getfixturevalue("sandbox")
     root = form_task(tmp_path / "t", "true", toml="[environment]\nstorage_mb = 16\n")

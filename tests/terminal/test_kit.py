@@ -90,5 +90,6 @@ def test_a_kit_is_made_once_and_is_read_only_for_the_sandbox(tools):
 
 
 def test_tools_that_are_nowhere_are_a_clear_error():
-    with pytest.raises(GemError, match=r"(?s)Cannot supply pytest-gem-absent==0\.0\.1 .*for Python.*No matching distribution"):
+    with pytest.raises(GemError, match=r"(?s)Cannot supply pytest-gem-absent==0\.0\.1 .*for Python.*"
+                                       r"No matching distribution"):
         kit(("pytest", "pytest-gem-absent==0.0.1"), PYTHON)
