@@ -2,7 +2,7 @@
 
 ``python scripts/harbor_tasks.py convert SRC... --into DIR`` rewrites terminal-bench task folders
 (``task.yaml``, ``Dockerfile``, ``run-tests.sh``, ``tests/``, ``solution.sh``) into Harbor's layout,
-graded the Terminal-Bench 2 way:
+graded the Terminal-Bench 2 way (tasks whose tests are not ``tests/test_outputs.py`` are skipped):
 
     task.toml                 metadata, [verifier] and [agent] timeouts, [environment] resources
     instruction.md            the task.yaml's instruction
@@ -142,11 +142,16 @@ def main() -> None:
     play.add_argument("--json", action="store_true", help="print the whole report as JSON")
     args = parser.parse_args()
     if args.command == "convert":
+        written = 0
         for source in args.sources:
             if not (source / "task.yaml").is_file():
                 parser.error(f"{source} is not a terminal-bench task folder (it has no task.yaml)")
+            if not (source / "tests" / "test_outputs.py").is_file():  # the standard test.sh runs that file
+                print(f"skipped {source}: its tests are not tests/test_outputs.py", file=sys.stderr)
+                continue
             convert(source, args.into / source.name)
-        print(f"wrote {len(args.sources)} task(s) into {args.into}")
+            written += 1
+        print(f"wrote {written} task(s) into {args.into}")
         return
     report = measure(args.folder, args.backend, json.loads(args.base_images))
     if args.json:
