@@ -7,13 +7,16 @@ from __future__ import annotations
 import contextlib
 import json
 import subprocess
+import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 
 from gem_core.errors import GemError
 from gem_envs.terminal.env import TerminalEnv, read_reward
 from gem_envs.terminal.tasks import TaskUnsupportedError, load_task
+from tests.terminal.images import TEST_TOOLS
 from tests.terminal.public import HARBOR_TASKS  # Apache-2.0 terminal-bench tasks, in Harbor's layout
 from tests.terminal.solutions import scores
 from tests.terminal.test_tasks import write
@@ -303,5 +306,42 @@ def test_the_ctrf_report_is_written_where_the_script_asks(tmp_path, sandbox):
         assert env.step("<finish>")[1] == 1.0
         report = env.sandbox.execute("cat /logs/verifier/ctrf.json", timeout=10).output
         assert json.loads(report)["results"]["summary"]["passed"] == 2
+    finally:
+        env.close()
+
+
+# --- the converter and the measurement script ------------------------------------------------------
+
+def test_the_converter_writes_terminal_bench_tasks_in_harbor_layout_that_grade(tmp_path, sandbox):
+    from tests.terminal.public import PUBLIC
+
+    script = [sys.executable, str(Path(__file__).resolve().parents[2] / "scripts" / "harbor_tasks.py")]
+    converted = subprocess.run([*script, "convert", str(PUBLIC / "evoeval-0"), str(PUBLIC / "LICENSE"),
+                                "--into", str(tmp_path)], capture_output=True, text=True, timeout=120)
+    assert converted.returncode == 2 and "LICENSE is not a terminal-bench task folder" in converted.stderr
+    converted = subprocess.run([*script, "convert", str(PUBLIC / "evoeval-0"), "--into", str(tmp_path)],
+                               capture_output=True, text=True, timeout=120)
+    assert converted.returncode == 0, converted.stderr
+    task = load_task(tmp_path / "evoeval-0")
+    assert (task.layout, task.test_python, task.test_tools) == ("harbor", "3.13", TEST_TOOLS)
+    assert (task.memory_mb, task.test_timeout) == (2048, 120.0)
+    measured = subprocess.run([*script, "measure", str(tmp_path), "--backend", "bubblewrap"], capture_output=True,
+                              text=True, timeout=300)
+    assert measured.stdout.strip() == "1 tasks: 1 loaded, 1 solution 1.0, 1 nothing 0.0", measured.stderr
+
+
+@pytest.mark.parametrize("backend", ["bubblewrap", "podman"])
+def test_the_agent_cannot_change_the_test_tools(backend, tmp_path, request):
+    images = request.getfixturevalue("podman") if backend == "podman" else request.getfixturevalue("sandbox")
+    root = form_task(tmp_path / "t", FORMS["python3 -m pytest -rA"])
+    env = TerminalEnv(path=root, backend=backend, max_turns=5, **({"base_images": images} if images else {}))
+    try:
+        env.reset()
+        kit = env.step("<bash>ls /.gem/kits | head -1</bash>")[0].splitlines()[0]
+        tampered = env.step(f"<bash>echo 'raise SystemExit' > /.gem/kits/{kit}/pytest/__init__.py; "
+                            "touch /.gem/kits/planted; echo code=$?</bash>")[0]
+        assert "Read-only file system" in tampered and "code=1" in tampered, tampered
+        env.step("<bash>echo 42 > /app/answer.txt</bash>")
+        assert env.step("<finish>")[1] == 1.0
     finally:
         env.close()
