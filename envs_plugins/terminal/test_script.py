@@ -116,8 +116,8 @@ def _logical_lines(lines: list[str]) -> list[tuple[int, list[str]]]:
 
 
 def _alternatives(code: str) -> list[str]:
-    """``a || b``'s commands, each without a trailing ``2>/dev/null``."""
-    return [re.sub(r"\s+2?>\s*/dev/null$", "", part.strip()) for part in code.split("||")]
+    """The commands of ``a || b && c; d``, each without a trailing ``2>/dev/null``."""
+    return [re.sub(r"\s+2?>\s*/dev/null$", "", part.strip()) for part in re.split(r"\|\||&&|;", code) if part.strip()]
 
 
 def _words(code: str) -> list[str]:

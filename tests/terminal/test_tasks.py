@@ -204,7 +204,7 @@ def test_clear_errors_for_bad_folders(tmp_path):
 def test_the_standard_pytest_boilerplate_is_run_offline_keeping_line_numbers():
     from gem_envs.terminal.test_script import offline_script
 
-    script = ("#!/bin/bash\napt-get update\napt-get install -y curl\n"
+    script = ("#!/bin/bash\napt-get update\napt-get update && apt-get install -y curl\n"
               "curl -LsSf https://astral.sh/uv/0.7.13/install.sh | sh\nsource $HOME/.local/bin/env\nuv init\n"
               "uv add pytest==8.4.1\npip3 install --no-cache-dir pytest 2>/dev/null || pip install pytest\n"
               "uv run pytest $TEST_DIR/test_outputs.py -rA\nuvx -p 3.13 -w pytest==8.4.1 pytest /tests -rA # run\n")
