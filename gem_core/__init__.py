@@ -34,7 +34,7 @@ from gem_core.registry import (
 from gem_core.spec import EnvSpec
 from gem_core import plugins as _plugins  # noqa: E402,F401,I001 - installs plugin discovery (gem_core.registry)
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"  # the release CHANGELOG.md describes first
 
 # Imported on first use, so that `import gem_core` stays light (the vector package needs numpy).
 _LAZY = {
