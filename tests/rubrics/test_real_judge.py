@@ -69,3 +69,12 @@ def test_gem_eval_with_the_judge_wrapper(stub_chat_server, tmp_path):
             sum(t["info"]["rubric"]["env_reward"] for t in episode["turns"]) + 0.7)
     judged = [r for r in stub_chat_server.requests if r["model"] == "judge-model"]
     assert len(judged) == 2 and all("RUBRIC\nGuess the middle first." in r["messages"][1]["content"] for r in judged)
+
+
+@pytest.mark.parametrize("command", ["eval", "train"])
+def test_the_help_of_gem_eval_and_train_says_how_to_add_a_judge(command):
+    from tests.helpers import gem_command
+
+    result = gem_command(command, "--help", env={"COLUMNS": "200"})
+    assert result.returncode == 0, result.stderr
+    assert "judge,concat_chat adds an LLM judge's score to the reward, its options in $GEM_JUDGE" in result.stdout
