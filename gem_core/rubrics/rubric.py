@@ -18,7 +18,7 @@ from typing import Any, Union
 
 from gem_core.episodes import Episode, Turn
 from gem_core.errors import GemError
-from gem_core.registry import load_object
+from gem_core.spec import load_object
 from gem_core.rubrics.judge import Judge, Judgement
 
 TURN, EPISODE = "turn", "episode"
