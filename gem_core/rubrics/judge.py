@@ -132,32 +132,29 @@ class Judge:
         return "\n\n".join(parts)
 
     def __call__(self, subject: Turn | Episode) -> Judgement:
-        messages = self.messages(subject)
-        key = self._key(messages)
-        known = self._known(key)
+        messages, key, known = self._lookup(subject)
         if known is not None:
             return known
         try:
-            text = self.endpoint.complete(messages)
+            return self._judged(key, self.endpoint.complete(messages))
         except EndpointError as error:
             return self._failed(error.kind, str(error))
-        return self._judged(key, text)
 
     async def ajudge(self, subject: Turn | Episode) -> Judgement:
         """The judgement of ``subject``, awaited (the request does not block the event loop)."""
-        messages = self.messages(subject)
-        key = self._key(messages)
-        known = self._known(key)
+        messages, key, known = self._lookup(subject)
         if known is not None:
             return known
         try:
-            text = await self.endpoint.acomplete(messages)
+            return self._judged(key, await self.endpoint.acomplete(messages))
         except EndpointError as error:
             return self._failed(error.kind, str(error))
-        return self._judged(key, text)
 
-    def _key(self, messages: list[dict[str, str]]) -> str:
-        return judgement_key({**self.endpoint.settings(), "messages": messages})
+    def _lookup(self, subject: Turn | Episode) -> tuple[list[dict[str, str]], str, Judgement | None]:
+        """The messages about ``subject``, their cache key, and the judgement kept under it."""
+        messages = self.messages(subject)
+        key = judgement_key({**self.endpoint.settings(), "messages": messages})
+        return messages, key, self._known(key)
 
     def _known(self, key: str) -> Judgement | None:
         found = self.cache.get(key) if self.cache is not None else None

@@ -14,15 +14,15 @@ import math
 import numbers
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Union
+from typing import Any
 
 from gem_core.episodes import Episode, Turn
 from gem_core.errors import GemError
-from gem_core.spec import load_object
 from gem_core.rubrics.judge import Judge, Judgement
+from gem_core.spec import load_object
 
 TURN, EPISODE = "turn", "episode"
-Scorer = Union[Callable[[Any], float], Judge, str]
+Scorer = Callable[[Any], float] | Judge | str
 
 
 @dataclass

@@ -138,11 +138,11 @@ def test_smollm2_plays_the_customer(smollm2_server):
     dialogue = env.unwrapped.dialogue
     speaker, opening = dialogue[1]
     assert speaker == "user" and opening.strip() and observation.endswith(f"User: {opening}")
-    observation, reward, terminated, truncated, _ = env.step("Could you give me your email address?")
+    question = "Could you give me your email address?"
+    observation, _, terminated, _, _ = env.step(question)
     if not terminated:  # the model may end the conversation at once
-        assert observation == f"User: {dialogue[-1][1]}" and dialogue[-2] == ("assistant", "Could you give me "
-                                                                                            "your email address?")
-        observation, reward, terminated, truncated, info = env.step("Which order would you like to cancel?")
+        assert observation == f"User: {dialogue[-1][1]}" and dialogue[-2] == ("assistant", question)
+        _, _, terminated, truncated, info = env.step("Which order would you like to cancel?")
         assert (terminated or truncated) and info["outcome"] in ("win", "loss")
     again = gem_core.make(ASSISTANT_VIEW, task_index=0, max_turns=2, user=settings)
     assert again.reset(seed=0)[0] == env.reset(seed=0)[0]  # greedy: the same opening
@@ -156,7 +156,7 @@ def test_gem_eval_scores_a_policy_against_smollm2_as_the_customer(smollm2_server
          smollm2_server.model, "--env", ASSISTANT_VIEW, "--env-arg", f"user={user}", "--env-arg", "max_turns=2",
          "--env-arg", "task_index=0", "--episodes", "1", "--max-new-tokens", "8", "--timeout", "300",
          "--output-dir", str(tmp_path)],
-        capture_output=True, text=True, timeout=540, env={**os.environ, "NO_COLOR": "1"})
+        check=False, capture_output=True, text=True, timeout=540, env={**os.environ, "NO_COLOR": "1"})
     assert done.returncode == 0, done.stdout + done.stderr
     episode, = map(json.loads, (tmp_path / "episodes.jsonl").read_text().splitlines())
     assert episode["env_id"] == ASSISTANT_VIEW and 1 <= len(episode["turns"]) <= 2

@@ -22,5 +22,5 @@ def test_the_judge_example_runs_against_a_real_server(smollm2_server):
     result = run_python(block.replace("http://localhost:8000/v1", smollm2_server.base_url),
                         env={"model": smollm2_server.model}, timeout=600)
     assert result.returncode == 0, result.stderr
-    reward, fault, part = result.stdout.strip().split(" ", 2)
+    _, fault, part = result.stdout.strip().split(" ", 2)  # the reward, the fault flag, the judge's part
     assert fault in ("True", "False") and "'weight': 1.0" in part and "'text': " in part

@@ -14,9 +14,8 @@ from gem_core.endpoint import ChatEndpoint, EndpointError
 from gem_core.episodes import Episode, Turn
 from gem_core.rubrics import Criterion, Judge, JudgeCache, Rubric, judge
 from tests.openai_servers import StubChatServer, free_port
+from tests.rubrics.guessing import ENV, GUESSES, play
 
-ENV = "game:GuessTheNumber-v0-easy"
-GUESSES = [f"\\boxed{{{n}}}" for n in range(1, 11)]
 RUBRIC = "The agent halves the range with each guess."
 
 
@@ -24,16 +23,6 @@ def judged(server: StubChatServer, **options):
     """The environment under a judge wrapper that asks ``server``."""
     settings = {"model": server.model, "base_url": server.base_url, "cache": False, **options}
     return judge(gem_core.make(ENV), RUBRIC, **settings)
-
-
-def play(env, seed: int = 0, actions=GUESSES) -> list[tuple]:
-    env.reset(seed=seed)
-    steps = []
-    for action in actions:
-        steps.append(env.step(action))
-        if steps[-1][2] or steps[-1][3]:
-            return steps
-    raise AssertionError("the episode did not end")
 
 
 def test_the_judge_reads_the_rubric_and_the_episode_and_scores_it_on_the_last_step(stub_chat_server):

@@ -13,24 +13,11 @@ from gem_core import GemError
 from gem_core.episodes import Episode, Turn
 from gem_core.rubrics import Criterion, Judge, Rubric, RubricWrapper, judge, parse_score
 from tests.helpers import run_python
-
-ENV = "game:GuessTheNumber-v0-easy"
-GUESSES = [f"\\boxed{{{n}}}" for n in range(1, 11)]
+from tests.rubrics.guessing import ENV, GUESSES, play
 
 
 def action_length(turn: Turn) -> float:
     return len(turn.action)
-
-
-def play(env, seed: int = 0) -> list[tuple]:
-    """Every step of one episode guessing 1, 2, 3, ...: (observation, reward, terminated, truncated, info)."""
-    env.reset(seed=seed)
-    steps = []
-    for action in GUESSES:
-        steps.append(env.step(action))
-        if steps[-1][2] or steps[-1][3]:
-            return steps
-    raise AssertionError("the episode did not end")
 
 
 def test_each_step_earns_the_weighted_environment_reward_and_turn_parts_and_the_last_the_episode_parts():
