@@ -10,6 +10,7 @@ message names the server and what to do.
 from __future__ import annotations
 
 import asyncio
+import numbers
 import os
 import threading
 import weakref
@@ -49,14 +50,16 @@ class ChatEndpoint:
                  temperature: float = 0.0, max_tokens: int = 512, timeout: float = 60.0, max_retries: int = 2):
         if not isinstance(model, str) or not model.strip():
             raise GemError("A chat endpoint needs model=, the name of the model the server serves.")
-        if not timeout > 0:
+        if not (_number(timeout) and timeout > 0):
             raise GemError(f"timeout must be a positive number of seconds, got {timeout!r}.")
-        if not (isinstance(max_retries, int) and max_retries >= 0):
+        if not (_whole(max_retries) and max_retries >= 0):
             raise GemError(f"max_retries must be a whole number >= 0, got {max_retries!r}.")
-        if not (isinstance(max_tokens, int) and max_tokens >= 1):
+        if not (_whole(max_tokens) and max_tokens >= 1):
             raise GemError(f"max_tokens must be a whole number >= 1, got {max_tokens!r}.")
-        if not temperature >= 0:
-            raise GemError(f"temperature must be >= 0 (0 is greedy), got {temperature!r}.")
+        if not (_number(temperature) and temperature >= 0):
+            raise GemError(f"temperature must be a number >= 0 (0 is greedy), got {temperature!r}.")
+        if base_url is not None and not isinstance(base_url, str):
+            raise GemError(f"base_url must be a URL, got {base_url!r}.")
         self.model, self.base_url, self.api_key_env = model, base_url, api_key_env
         self.temperature, self.max_tokens = float(temperature), max_tokens
         self.timeout, self.max_retries = float(timeout), max_retries
@@ -152,6 +155,15 @@ class ChatEndpoint:
 
     def __repr__(self) -> str:
         return f"ChatEndpoint({self.model!r} at {self.where})"
+
+
+def _number(value: Any) -> bool:
+    """Whether ``value`` is a real number (not a bool, not NaN)."""
+    return isinstance(value, numbers.Real) and not isinstance(value, bool) and value == value
+
+
+def _whole(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def _import_openai() -> Any:

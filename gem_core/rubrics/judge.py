@@ -29,7 +29,7 @@ UNPARSEABLE, OUT_OF_RANGE = "unparseable", "out_of_range"
 
 _NUMBER = r"[-+]?\d+(?:\.\d+)?"
 _SCORE_LINE = re.compile(rf"\bscore\b[\s*:=_]*({_NUMBER})(?:\s*(?:/|out of)\s*({_NUMBER}))?", re.IGNORECASE)
-_BARE = re.compile(rf"^\W*({_NUMBER})(?:\s*(?:/|out of)\s*({_NUMBER}))?\W*$", re.IGNORECASE)
+_BARE = re.compile(rf"^[\s*]*({_NUMBER})(?:\s*(?:/|out of)\s*({_NUMBER}))?[\s*.]*$", re.IGNORECASE)
 
 SYSTEM_PROMPT = (
     "You grade the work of an AI agent against a rubric. You are given the rubric and a transcript of the "
@@ -92,9 +92,9 @@ class Judge:
                  endpoint: ChatEndpoint | None = None):
         if not isinstance(rubric, str) or not rubric.strip():
             raise GemError("A judge needs a rubric: a text saying what a good answer does.")
-        if not (isinstance(max_score, int) and max_score >= 1):
+        if not (isinstance(max_score, int) and not isinstance(max_score, bool) and max_score >= 1):
             raise GemError(f"max_score must be a whole number >= 1, got {max_score!r}.")
-        if not (isinstance(fallback, (int, float)) and math.isfinite(fallback)):
+        if isinstance(fallback, bool) or not (isinstance(fallback, (int, float)) and math.isfinite(fallback)):
             raise GemError(f"fallback must be a finite number (the score of a failed judgement), got {fallback!r}.")
         if not (isinstance(max_chars, int) and max_chars >= 100):
             raise GemError(f"max_chars must be a whole number >= 100, got {max_chars!r}.")

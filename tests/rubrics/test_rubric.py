@@ -85,6 +85,7 @@ def test_a_clone_plays_on_alone_and_shares_its_judge(stub_chat_server):
     ("SCORE: 7", 0.7), ("The guesses are sensible.\nSCORE: 8", 0.8), ("score = 3 ... final SCORE: 9", 0.9),
     ("**Score:** 10", 1.0), ("Score: 4/5", 0.8), ("6 out of 10", 0.6), ("7", 0.7), (" 2.5 ", 0.25),
     ("SCORE: 11", "out_of_range"), ("SCORE: -1", "out_of_range"), ("Score: 3/0", "out_of_range"),
+    ("-3", "out_of_range"), ("**7**.", 0.7),
     ("A fine answer.", "unparseable"), ("", "unparseable"), ("The agent scored well", "unparseable"),
 ])
 def test_scores_read_from_a_judges_answer(text, score):
@@ -128,7 +129,9 @@ def test_judge_options_are_checked_when_it_is_made(monkeypatch):
     with pytest.raises(GemError, match="needs a judge model.*GEM_JUDGE="):
         judge(env, "Be right.")
     for options, message in [({"max_score": 0}, "max_score"), ({"fallback": math.nan}, "fallback"),
-                             ({"timeout": 0}, "timeout"), ({"scope": "step"}, "scope"),
+                             ({"timeout": 0}, "timeout"), ({"timeout": "60"}, "timeout must be a positive number"),
+                             ({"temperature": "hot"}, "temperature must be a number"),
+                             ({"max_tokens": 1.5}, "max_tokens must be a whole number"), ({"scope": "step"}, "scope"),
                              ({"cache": 3}, "cache must be"), ({"env_weight": "1"}, "env_weight")]:
         with pytest.raises(GemError, match=message):
             judge(env, "Be right.", model="m", base_url="http://127.0.0.1:9/v1", **options)
