@@ -159,6 +159,8 @@ def as_method(function: ToolFunction, run: Callable[[Any, str], str]) -> Callabl
         del bound.arguments["self"]
         for p in function.parameters:
             value = bound.arguments.get(p.name)
+            if value is None and p.required:
+                raise TypeError(f"{function.name}() argument {p.name!r} is required; it cannot be null")
             if p.hint in (str, dict) and value is not None and not isinstance(value, p.hint):
                 raise TypeError(f"{function.name}() argument {p.name!r} must be "
                                 f"{'a string' if p.hint is str else 'a JSON object'}, not {type(value).__name__}")

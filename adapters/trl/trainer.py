@@ -1,4 +1,5 @@
-"""``GemGRPOTrainer``: TRL's GRPOTrainer training on GEM environments.
+"""``GemGRPOTrainer``: TRL's GRPOTrainer training on GEM environments, with per-turn advantages
+(TRL 1.16 only: it relies on private methods, see :mod:`~gem_adapters.trl.versions`).
 
 It is TRL's own trainer with three additions: the rollout plays GEM episodes
 (:class:`~gem_adapters.trl.rollout.EpisodeRollout`), the episode's return is the reward TRL logs

@@ -26,8 +26,8 @@ def test_factory_mode_writes_rows_for_reset_and_a_config_of_trls_tool_loop(tmp_p
     assert rows[1]["environment"] == HARD
     config = yaml.safe_load((out / "gem_trl.yaml").read_text())
     assert not {"gem_estimator", "gem_gamma", "gem_episode_tokens"} & set(config)
-    gem, grpo = parse([*shlex.split(result.stdout.strip().splitlines()[-1])[3:], "--bf16", "false"])
-    assert (gem.gem_mode, gem.gem_env_ids, gem.gem_max_turns) == ("factory", [EASY, HARD], 6)
+    gem_args, grpo = parse([*shlex.split(result.stdout.strip().splitlines()[-1])[3:], "--bf16", "false"])
+    assert (gem_args.gem_mode, gem_args.gem_env_ids, gem_args.gem_max_turns) == ("factory", [EASY, HARD], 6)
     assert grpo.max_completion_length == 1024 and grpo.max_tool_calling_iterations == 6
 
 
@@ -37,8 +37,9 @@ def test_the_printed_command_trains_with_the_stock_trainer(tmp_path, tiny_model_
     written = write_run(RunSettings(env_ids=(EASY,), model=str(tiny_model_dir), out_dir=tmp_path, train_size=4,
                                     val_size=1, batch_size=2, rollouts_per_start=2, cpu=True, mode="factory",
                                     estimator="trl"))
-    gem, grpo = parse([*shlex.split(written.command)[3:], "--max_steps", "1", "--max_completion_length", "64"])
-    trainer = build_trainer(gem, grpo)
+    gem_args, grpo = parse([*shlex.split(written.command)[3:], "--max_steps", "1", "--max_completion_length", "64",
+                            "--gradient_checkpointing", "false"])
+    trainer = build_trainer(gem_args, grpo)
     assert type(trainer) is GRPOTrainer  # TRL's own class, no subclass
     trainer.model.generate = scripted_generate(trainer.processing_class,
                                                lambda text: "Done." if "<tool_response>" in text

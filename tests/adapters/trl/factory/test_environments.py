@@ -186,8 +186,9 @@ def test_mcp_tools_keep_their_names_and_json_schemas():
 
     name, arguments, error = _read_call(seen[0][len("<tool_call>"):-len("</tool_call>")])
     assert (name, arguments, error) == ("lookup", {"word": "gem", "limit": 2}, None)
-    with pytest.raises(TypeError):
-        method(object(), limit=2)  # the required word is missing
+    for missing in ({"limit": 2}, {"word": None}):  # the required word is missing
+        with pytest.raises(TypeError):
+            method(object(), **missing)
 
     odd = _mcp_function({"name": "odd", "parameters": {"properties": {"file-path": {"type": "string"}}}})
     assert [p.name for p in odd.parameters] == ["arguments"]
