@@ -80,9 +80,12 @@ STAGES: dict[str, Stage] = {
     "rl2": documented_stage("rl2"),
     "oat": documented_stage("oat"),
     "trl": documented_stage("trl"),
-    # the oldest TRL with environment_factory, for the factory path's tests
-    "trl_oldest": documented_stage("trl", script="install-oldest.sh", tests="tests/adapters/trl/factory"),
 }
+#: Stages that install an adapter by other lines than its install.sh: stage -> (adapter, script).
+VARIANTS = {
+    "trl_oldest": ("trl", "install-oldest.sh"),  # the oldest TRL with environment_factory
+}
+STAGES["trl_oldest"] = documented_stage("trl", script="install-oldest.sh", tests="tests/adapters/trl/factory")
 
 
 def cache_root() -> Path:
