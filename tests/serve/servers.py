@@ -1,6 +1,6 @@
 """Servers for the serve tests, all on 127.0.0.1 with a free port: ``gem serve`` as a process (the
-command users run), a GEM or OpenEnv application in a thread of the test process, and an
-environment defined with OpenEnv's own server classes."""
+command users run), and a GEM application in a thread of the test process. (OpenEnv's own server
+runs in OpenEnv's environment: tests/serve/openenv_peer.py.)"""
 
 from __future__ import annotations
 
@@ -12,16 +12,12 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-pytest.importorskip("openenv", reason="OpenEnv's package (openenv-core) is installed by scripts/install_test_deps.sh")
-uvicorn = pytest.importorskip("uvicorn")
-
-from openenv.core.env_server import create_fastapi_app  # noqa: E402
-from openenv.core.env_server.interfaces import Environment  # noqa: E402
-from openenv.core.env_server.types import Action, Observation, State  # noqa: E402
+uvicorn = pytest.importorskip("uvicorn", reason="the openenv extra is installed by scripts/install_test_deps.sh")
 
 START_TIMEOUT_S = 60
 
@@ -75,42 +71,40 @@ def in_thread(app: Any) -> Iterator[str]:
         sock.close()
 
 
-# ---- an environment written with OpenEnv's own server classes --------------------------------
-
-class CountAction(Action):
-    word: str
-
-
-class CountObservation(Observation):
-    echoed: str
-    length: int
-
-
-class CountdownEnvironment(Environment):
-    """Echoes each word; the reward is its length; the episode ends after ``TURNS`` words, or at
-    once on the word ``stop``."""
-
-    SUPPORTS_CONCURRENT_SESSIONS = True
-    TURNS = 3
-
-    def __init__(self):
-        super().__init__()
-        self._state = State(episode_id=None, step_count=0)
-
-    def reset(self, seed=None, episode_id=None, **kwargs) -> CountObservation:
-        self._state = State(episode_id=episode_id or f"seed-{seed}", step_count=0)
-        return CountObservation(echoed=f"start {seed}", length=0, done=False, reward=0.0)
-
-    def step(self, action: CountAction, timeout_s=None, **kwargs) -> CountObservation:
-        self._state.step_count += 1
-        done = action.word == "stop" or self._state.step_count >= self.TURNS
-        return CountObservation(echoed=action.word, length=len(action.word), done=done, reward=float(len(action.word)))
-
-    @property
-    def state(self) -> State:
-        return self._state
+@contextmanager
+def package_server(package: Path) -> Iterator[str]:
+    """An exported package's server entry (``python -m server.app``, as its image runs it) on a
+    free port; yields its URL once it answers."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    process = subprocess.Popen([sys.executable, "-m", "server.app", "--host", "127.0.0.1", "--port", str(port)],
+                               cwd=package, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_healthy(url, process)
+        yield url
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=10)
 
 
-def openenv_app(max_sessions: int = 8):
-    """OpenEnv's own FastAPI application serving :class:`CountdownEnvironment`."""
-    return create_fastapi_app(CountdownEnvironment, CountAction, CountObservation, max_concurrent_envs=max_sessions)
+def wait_healthy(url: str, process: subprocess.Popen | None = None) -> None:
+    """Wait until ``url``/health answers (or ``process`` exits)."""
+    import httpx
+
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while True:
+        try:
+            if httpx.get(f"{url}/health", timeout=1).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        if process is not None and process.poll() is not None:
+            raise AssertionError(f"the server exited: {process.stdout.read() if process.stdout else ''}")
+        assert time.monotonic() < deadline, f"{url} did not answer within {START_TIMEOUT_S} s"
+        time.sleep(0.1)
