@@ -178,3 +178,50 @@ def test_an_environment_that_cannot_be_made_refuses_the_session_clearly(openenv)
         with openenv.open("generic", url) as client, pytest.raises(OpenEnvError, match="FACTORY_ERROR"):
             client.reset()
         assert not server.sessions
+
+
+class Computes(Env):
+    """Spends about a millisecond of CPU per call, and never waits."""
+
+    def reset(self, seed=None, **options):
+        super().reset(seed)
+        return "ready", {}
+
+    def step(self, action):
+        deadline = time.thread_time() + 0.001
+        while time.thread_time() < deadline:
+            pass
+        return "done computing", 0.0, False, False, {}
+
+
+class Waits(Computes):
+    """Waits (sleeps) two milliseconds per call without declaring ``blocking``."""
+
+    def step(self, action):
+        time.sleep(0.002)
+        return "done waiting", 0.0, False, False, {}
+
+
+@pytest.mark.parametrize("env_class, route", [(Computes, "inline"), (Waits, "thread")])
+def test_a_session_runs_calls_where_the_vector_environments_would(env_class, route):
+    """Sessions of an environment that does not declare ``blocking`` are probed as vector slots
+    are: calls that wait move to a worker thread, calls that only compute stay on the event loop,
+    however much the machine's other work delays them."""
+    import asyncio
+    from concurrent.futures import ThreadPoolExecutor
+
+    from gem_core.remote.sessions import Session
+
+    async def play():
+        with ThreadPoolExecutor(2) as executor:
+            session = Session("test", executor)
+            await session.start(env_class)
+            assert session.route == "probe"
+            await session.reset(None, None, {})
+            for _ in range(4):
+                await session.step("go")
+            settled = session.route
+            session.close()
+            return settled
+
+    assert asyncio.run(play()) == route
