@@ -1,16 +1,17 @@
 """Workload: gem serve against OpenEnv's own server, both serving GuessTheNumber to 1 and 32 sessions.
 
 Both servers run as processes on 127.0.0.1 and serve the same game logic (``game:GuessTheNumber-v0``):
-``gem serve``, and OpenEnv's ``create_fastapi_app`` around an OpenEnv ``Environment`` that plays
-the same GEM game. One client process drives N WebSocket sessions at once (N = 1, 32), each
+``gem serve``, and OpenEnv 0.10's ``create_fastapi_app`` around an OpenEnv ``Environment`` that
+plays the same GEM game, run from OpenEnv's own virtual environment (scripts/openenv_env.py makes
+it on first use, which needs the package index; OpenEnv 0.10 cannot share this project's
+environment). One client process drives N WebSocket sessions at once (N = 1, 32), each
 playing episode after episode with pre-drawn guesses, and sends both servers the same messages;
 the two servers are measured in alternating rounds, so a shared machine's load weighs on both
 alike. Metrics per server and N: steps per second (all sessions together) and the p50/p99
 latency of a step (send to reply), plus the steps-per-second ratio gem serve / OpenEnv.
 
-Run as ``python bench/workloads/serve.py --impl ours [--quick]``; it needs OpenEnv's package
-(``pip install openenv-core``). gem-llm has no server, so ``--impl reference`` exits 3. The last
-stdout line is the metrics JSON.
+Run as ``python bench/workloads/serve.py --impl ours [--quick]``. gem-llm has no server, so
+``--impl reference`` exits 3. The last stdout line is the metrics JSON.
 """
 
 from __future__ import annotations
@@ -27,10 +28,11 @@ import threading
 import time
 from pathlib import Path
 
-from _protocol import no_counterpart, parser as workload_parser, percentile
+from _protocol import Metrics, no_counterpart, parser as workload_parser, percentile
 
 GAME = "game:GuessTheNumber-v0"
 SESSIONS = (1, 32)
+REPO = Path(__file__).resolve().parents[2]
 
 
 # ---- the same game behind OpenEnv's server classes -----------------------------------------
@@ -77,7 +79,8 @@ def openenv_app():
 
 
 def run_openenv_server() -> None:
-    """Serve :func:`openenv_app` on a free port; print its URL (the child process's job)."""
+    """Serve :func:`openenv_app` on a free port; print its URL (the job of a child process run by
+    OpenEnv's environment)."""
     import uvicorn
 
     app = openenv_app()  # imports first, so that the server answers as soon as it says where it is
@@ -88,7 +91,7 @@ def run_openenv_server() -> None:
 
 def start(command: list[str], quiet: bool = False) -> tuple[subprocess.Popen, str]:
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL if quiet else None,
-                               text=True, cwd=Path(__file__).resolve().parents[2])
+                               text=True, cwd=REPO)
     line: list[str] = []
     reader = threading.Thread(target=lambda: line.append(process.stdout.readline()), daemon=True)
     reader.start()
@@ -140,16 +143,16 @@ def main() -> None:
         return run_openenv_server()
     if args.impl == "reference":
         no_counterpart("gem-llm has no environment server; this workload compares gem serve with OpenEnv's server")
-    try:
-        import openenv  # noqa: F401
-    except ImportError:
-        raise SystemExit("This workload needs OpenEnv's package: pip install openenv-core") from None
+    made = subprocess.run([sys.executable, str(REPO / "scripts" / "openenv_env.py")], capture_output=True, text=True)
+    if made.returncode != 0:
+        raise SystemExit(f"OpenEnv's environment could not be made: {made.stderr[-2000:]}")
+    openenv_python = made.stdout.strip()
 
     servers = {
         "gem_serve": start([sys.executable, "-m", "gem_core.cli", "serve", GAME, "--port", "0",
                             "--max-sessions", str(max(SESSIONS))]),
         # quiet: OpenEnv's server logs a traceback for every session a client closes
-        "openenv_server": start([sys.executable, __file__, "--openenv-server"], quiet=True),
+        "openenv_server": start([openenv_python, __file__, "--openenv-server"], quiet=True),
     }
     rounds, duration = (2, 2.0) if args.quick else (4, 4.0)
     steps: dict[tuple[str, int], int] = {}
@@ -173,20 +176,16 @@ def main() -> None:
         for process, _ in servers.values():
             process.terminate()
             process.wait(timeout=10)
-    metrics = {}
+    metrics = Metrics()
     for (name, sessions), count in steps.items():
         times = latencies[(name, sessions)]
-        metrics[f"{name}_steps_per_s_{sessions}"] = {"value": count / walls[(name, sessions)], "unit": "steps/s",
-                                                     "better": "higher"}
-        metrics[f"{name}_step_p50_ms_{sessions}"] = {"value": percentile(times, 0.5) * 1000, "unit": "ms",
-                                                     "better": "lower"}
-        metrics[f"{name}_step_p99_ms_{sessions}"] = {"value": percentile(times, 0.99) * 1000, "unit": "ms",
-                                                     "better": "lower"}
+        metrics.add(f"{name}_steps_per_s_{sessions}", count / walls[(name, sessions)], "steps/s")
+        metrics.add(f"{name}_step_p50_ms_{sessions}", percentile(times, 0.5) * 1000, "ms", "lower")
+        metrics.add(f"{name}_step_p99_ms_{sessions}", percentile(times, 0.99) * 1000, "ms", "lower")
     for sessions in SESSIONS:
         ratio = metrics[f"gem_serve_steps_per_s_{sessions}"]["value"] / metrics[f"openenv_server_steps_per_s_{sessions}"]["value"]
-        metrics[f"speedup_vs_openenv_{sessions}"] = {"value": ratio, "unit": "x", "better": "higher"}
-    print(json.dumps({"metrics": metrics}))
-
+        metrics.add(f"speedup_vs_openenv_{sessions}", ratio, "x")
+    metrics.emit()
 
 if __name__ == "__main__":
     main()
