@@ -7,8 +7,10 @@ it on first use, which needs the package index; OpenEnv 0.10 cannot share this p
 environment). One client process drives N WebSocket sessions at once (N = 1, 32), each
 playing episode after episode with pre-drawn guesses, and sends both servers the same messages;
 the two servers are measured in alternating rounds, so a shared machine's load weighs on both
-alike. Metrics per server and N: steps per second (all sessions together) and the p50/p99
-latency of a step (send to reply), plus the steps-per-second ratio gem serve / OpenEnv.
+alike. Metrics per server and N: steps per second (all sessions together), the p50/p99
+latency of a step (send to reply) and the server process's CPU time per step (all its threads;
+unlike the others, hardly moved by the client's share of the machine), plus the steps-per-second
+ratio gem serve / OpenEnv.
 
 Run as ``python bench/workloads/serve.py --impl ours [--quick]``. gem-llm has no server, so
 ``--impl reference`` exits 3. The last stdout line is the metrics JSON.
@@ -19,6 +21,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import random
 import re
 import socket
@@ -89,6 +92,12 @@ def run_openenv_server() -> None:
     uvicorn.Server(uvicorn.Config(app, log_level="warning")).run(sockets=[sock])
 
 
+def cpu_seconds(pid: int) -> float:
+    """CPU time a process has used so far (all its threads, user and system), from /proc."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def start(command: list[str], quiet: bool = False) -> tuple[subprocess.Popen, str]:
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL if quiet else None,
                                text=True, cwd=REPO)
@@ -157,6 +166,7 @@ def main() -> None:
     rounds, duration = (2, 2.0) if args.quick else (4, 4.0)
     steps: dict[tuple[str, int], int] = {}
     walls: dict[tuple[str, int], float] = {}
+    cpu: dict[tuple[str, int], float] = {}
     latencies: dict[tuple[str, int], list[float]] = {}
     try:
         for name, (_, url) in servers.items():  # warm up: first connections, imports on first use
@@ -165,8 +175,11 @@ def main() -> None:
             order = list(servers) if round_ % 2 == 0 else list(servers)[::-1]
             for sessions in SESSIONS:
                 for name in order:
-                    count, times = asyncio.run(play(servers[name][1], sessions, duration, seed=round_ + 1))
+                    process, url = servers[name]
+                    before = cpu_seconds(process.pid)
+                    count, times = asyncio.run(play(url, sessions, duration, seed=round_ + 1))
                     key = (name, sessions)
+                    cpu[key] = cpu.get(key, 0.0) + cpu_seconds(process.pid) - before
                     steps[key] = steps.get(key, 0) + count
                     walls[key] = walls.get(key, 0.0) + times.pop()
                     latencies.setdefault(key, []).extend(times)
@@ -182,6 +195,7 @@ def main() -> None:
         metrics.add(f"{name}_steps_per_s_{sessions}", count / walls[(name, sessions)], "steps/s")
         metrics.add(f"{name}_step_p50_ms_{sessions}", percentile(times, 0.5) * 1000, "ms", "lower")
         metrics.add(f"{name}_step_p99_ms_{sessions}", percentile(times, 0.99) * 1000, "ms", "lower")
+        metrics.add(f"{name}_cpu_us_per_step_{sessions}", cpu[(name, sessions)] / count * 1e6, "us", "lower")
     for sessions in SESSIONS:
         ratio = metrics[f"gem_serve_steps_per_s_{sessions}"]["value"] / metrics[f"openenv_server_steps_per_s_{sessions}"]["value"]
         metrics.add(f"speedup_vs_openenv_{sessions}", ratio, "x")
