@@ -34,3 +34,4 @@ if [ ! -f "$containers_conf" ]; then
     echo "wrote $containers_conf (podman: runc runtime, default ulimits); it overrides /etc/containers/containers.conf"
 fi
 python -m tests.terminal.images   # the base (about a minute on a fresh machine), then nothing until its recipe changes
+python -m tests.serve.images   # for the exported-package image test: a base with python3-venv and the wheels it installs
