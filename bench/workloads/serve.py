@@ -4,8 +4,10 @@ Both servers run as processes on 127.0.0.1 and serve the same game logic (``game
 ``gem serve``, and OpenEnv 0.10's ``create_fastapi_app`` around an OpenEnv ``Environment`` that
 plays the same GEM game, run from OpenEnv's own virtual environment (scripts/openenv_env.py makes
 it on first use, which needs the package index; OpenEnv 0.10 cannot share this project's
-environment). One client process drives N WebSocket sessions at once (N = 1, 32), each
-playing episode after episode with pre-drawn guesses, and sends both servers the same messages;
+environment). The client drives N WebSocket sessions at once (N = 1, 32) from one process, or
+from two sharing the sessions when N is even and the machine has two cores (so that the client
+is not what bounds the server), each playing episode after episode with pre-drawn guesses, and
+sends both servers the same messages;
 the two servers are measured in alternating rounds, so a shared machine's load weighs on both
 alike. Metrics per server and N: steps per second (all sessions together), the p50/p99
 latency of a step (send to reply) and the server process's CPU time per step (all its threads;
@@ -29,12 +31,14 @@ import subprocess
 import sys
 import threading
 import time
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 from _protocol import Metrics, no_counterpart, parser as workload_parser, percentile
 
 GAME = "game:GuessTheNumber-v0"
 SESSIONS = (1, 32)
+CLIENT_PROCESSES = min(2, os.cpu_count() or 1)  # so that the client, not only the server, can use the cores
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -114,8 +118,27 @@ def start(command: list[str], quiet: bool = False) -> tuple[subprocess.Popen, st
 
 # ---- the client ---------------------------------------------------------------------------
 
-async def play(url: str, sessions: int, duration: float, seed: int) -> tuple[int, list[float]]:
-    """Drive ``sessions`` sessions for ``duration`` seconds; (steps, step latencies)."""
+def drive(url: str, sessions: int, duration: float, seed: int, pool: ProcessPoolExecutor) -> tuple[int, list[float]]:
+    """Drive ``sessions`` sessions for ``duration`` seconds from the client processes of ``pool``
+    (as many as share the sessions evenly); (steps, step latencies + the longest wall time)."""
+    processes = max(n for n in range(1, CLIENT_PROCESSES + 1) if sessions % n == 0)
+    share = sessions // processes
+    runs = [pool.submit(_play, url, share, duration, seed, share * i) for i in range(processes)]
+    count, latencies, wall = 0, [], 0.0
+    for run in runs:
+        steps, times = run.result()
+        count, wall = count + steps, max(wall, times.pop())
+        latencies.extend(times)
+    return count, latencies + [wall]
+
+
+def _play(url: str, sessions: int, duration: float, seed: int, first: int) -> tuple[int, list[float]]:
+    return asyncio.run(play(url, sessions, duration, seed, first))
+
+
+async def play(url: str, sessions: int, duration: float, seed: int, first: int = 0) -> tuple[int, list[float]]:
+    """Drive sessions ``first`` to ``first + sessions - 1`` for ``duration`` seconds, in this
+    process; (steps, step latencies + the wall time)."""
     from websockets.asyncio.client import connect
 
     latencies: list[float] = []
@@ -140,7 +163,7 @@ async def play(url: str, sessions: int, duration: float, seed: int) -> tuple[int
                     done = reply["data"]["done"]
 
     started = time.perf_counter()
-    await asyncio.gather(*(session(i) for i in range(sessions)))
+    await asyncio.gather(*(session(i) for i in range(first, first + sessions)))
     return len(latencies), latencies + [time.perf_counter() - started]  # the wall time rides along
 
 
@@ -168,16 +191,17 @@ def main() -> None:
     walls: dict[tuple[str, int], float] = {}
     cpu: dict[tuple[str, int], float] = {}
     latencies: dict[tuple[str, int], list[float]] = {}
+    pool = ProcessPoolExecutor(CLIENT_PROCESSES)
     try:
-        for name, (_, url) in servers.items():  # warm up: first connections, imports on first use
-            asyncio.run(play(url, 2, 0.5, seed=0))
+        for name, (_, url) in servers.items():  # warm up: first connections, imports on first use, the pool
+            drive(url, 2 * CLIENT_PROCESSES, 0.5, 0, pool)
         for round_ in range(rounds):
             order = list(servers) if round_ % 2 == 0 else list(servers)[::-1]
             for sessions in SESSIONS:
                 for name in order:
                     process, url = servers[name]
                     before = cpu_seconds(process.pid)
-                    count, times = asyncio.run(play(url, sessions, duration, seed=round_ + 1))
+                    count, times = drive(url, sessions, duration, round_ + 1, pool)
                     key = (name, sessions)
                     cpu[key] = cpu.get(key, 0.0) + cpu_seconds(process.pid) - before
                     steps[key] = steps.get(key, 0) + count
@@ -186,6 +210,7 @@ def main() -> None:
                     print(f"round {round_ + 1}: {name} x{sessions}: {count / duration:.0f} steps/s",
                           file=sys.stderr, flush=True)
     finally:
+        pool.shutdown(cancel_futures=True)
         for process, _ in servers.values():
             process.terminate()
             process.wait(timeout=10)

@@ -32,6 +32,7 @@ import asyncio
 import base64
 import binascii
 import functools
+import gc
 import hmac
 import importlib
 import logging
@@ -491,6 +492,7 @@ def serve(env_id: str, *, host: str = "127.0.0.1", port: int = 8000, max_session
         raise
     bound = sock.getsockname()[1]
     config = uvicorn.Config(app, log_level=log_level, lifespan="on")
+    gc.freeze()  # what is loaded by now lives as long as the server: the collector need not scan it
     announce(f"http://{f'[{host}]' if ipv6 else host}:{bound}")
     uvicorn.Server(config).run(sockets=[sock])
 
