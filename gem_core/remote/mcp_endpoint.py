@@ -24,20 +24,19 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import Any, Protocol
 
 import mcp_types as types
 from mcp_types import methods
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_HANDSHAKE_VERSION
 from pydantic import ValidationError
 
+from gem_core.core import Env
 from gem_core.remote import actions
 from gem_core.remote.protocol import ProtocolError
+from gem_core.remote.sessions import Session
 from gem_core.tools.base import ToolArgumentError, ToolConfigError
-
-if TYPE_CHECKING:
-    from gem_core.remote.server import EnvServer
-    from gem_core.remote.sessions import Session
 
 logger = logging.getLogger("gem_core.remote")
 
@@ -52,10 +51,24 @@ class RequestError(Exception):
         self.code = code
 
 
+class SessionHost(Protocol):
+    """What the endpoint needs of its server (:class:`gem_core.remote.server.EnvServer`)."""
+
+    sessions: dict[str, Session]
+    description: str
+    version: str
+
+    async def open_session(self) -> Session: ...
+
+    async def end_session(self, session: Session, reason: str) -> None: ...
+
+    async def template_call(self, function: Callable[[Env], Any]) -> Any: ...
+
+
 class MCPEndpoint:
     """Answers the JSON-RPC requests posted to ``/mcp`` of ``server``."""
 
-    def __init__(self, server: EnvServer):
+    def __init__(self, server: SessionHost):
         self.server = server
         self.handlers = {
             "initialize": self._initialize, "ping": self._ping, "tools/list": self._list_tools,
