@@ -141,6 +141,12 @@ class Tool:
         return f"<{type(self).__name__} {self.name!r}>"
 
 
+def text_function(name: str, description: str, argument: str, about: str) -> ToolFunction:
+    """A function of one string argument, ``argument`` (described by ``about``)."""
+    return ToolFunction(name, description, {"type": "object", "required": [argument], "additionalProperties": False,
+                                            "properties": {argument: {"type": "string", "description": about}}})
+
+
 def string_argument(function: str, arguments: Mapping[str, Any], name: str, closer: str) -> str:
     """The string argument ``name`` of a call to ``function``, checked to fit between the tags
     that end with ``closer``."""

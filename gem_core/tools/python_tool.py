@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from gem_core.tools.base import (Tool, ToolCall, ToolConfigError, ToolFunction, ToolOutput, find_block,
-                                 string_argument)
+                                 string_argument, text_function)
 from gem_core.sandbox import PythonResult, SandboxUnavailableError, run_python, sandbox_problem
 
 _FENCE_OPENER = re.compile(r"```[ \t]*(?:python3?|py)(?![\w.+-])[ \t]*\n?", re.IGNORECASE)
@@ -72,11 +72,9 @@ class PythonTool(Tool):
         )
 
     def functions(self) -> list[ToolFunction]:
-        return [ToolFunction(self.name, (
-            "Run a complete Python program (with its imports) in a fresh sandbox without network access, "
-            f"for at most {self.timeout:g} seconds; returns what it prints."),
-            {"type": "object", "properties": {"code": {"type": "string", "description": "The program"}},
-             "required": ["code"], "additionalProperties": False})]
+        return [text_function(self.name, "Run a complete Python program (with its imports) in a fresh sandbox "
+                              f"without network access, for at most {self.timeout:g} seconds; returns what it prints.",
+                              "code", "The program")]
 
     def call_text(self, function: str, arguments: Mapping[str, Any]) -> str:
         if function != self.name:

@@ -9,7 +9,7 @@ from typing import Any, Literal
 
 from gem_core.errors import GemError
 from gem_core.tools.base import (Tool, ToolCall, ToolConfigError, ToolFunction, ToolOutput, find_block,
-                                 string_argument)
+                                 string_argument, text_function)
 from gem_core.tools.retrieval import Bm25Index, HttpRetriever, Passage
 
 #: Environment variable with the retrieval server's URL, used when neither corpus nor url is given.
@@ -69,9 +69,8 @@ class SearchTool(Tool):
         )
 
     def functions(self) -> list[ToolFunction]:
-        return [ToolFunction(self.name, f"Search the knowledge base; returns the top {self.topk} passages.",
-                             {"type": "object", "properties": {"query": {"type": "string", "description": "The query"}},
-                              "required": ["query"], "additionalProperties": False})]
+        return [text_function(self.name, f"Search the knowledge base; returns the top {self.topk} passages.",
+                              "query", "The query")]
 
     def call_text(self, function: str, arguments: Mapping[str, Any]) -> str:
         if function != self.name:

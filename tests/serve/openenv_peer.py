@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 
 from tests.helpers import REPO
+from tests.serve.servers import read_line, stop
 
 SIDE = Path(__file__).with_name("openenv_side.py")
 REPLY_TIMEOUT_S = 300
@@ -51,8 +52,7 @@ class Clients:
         assert self.process.stdin is not None and self.process.stdout is not None
         self.process.stdin.write(json.dumps(request) + "\n")
         self.process.stdin.flush()
-        line = _read_line(self.process, REPLY_TIMEOUT_S)
-        answer = json.loads(line)
+        answer = json.loads(_answer(self.process))
         if "error" in answer:
             raise OpenEnvError(answer["error"])
         return answer["result"]
@@ -113,24 +113,13 @@ def countdown_server() -> Iterator[str]:
     process = subprocess.Popen([str(openenv_python()), str(SIDE), "countdown-server"], stdout=subprocess.PIPE,
                                text=True, cwd=REPO)
     try:
-        yield _read_line(process, REPLY_TIMEOUT_S).strip()
+        yield _answer(process).strip()
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=10)
+        stop(process)
 
 
-def _read_line(process: subprocess.Popen, timeout: float) -> str:
-    import threading
-
-    line: list[str] = []
-    reader = threading.Thread(target=lambda: line.append(process.stdout.readline()), daemon=True)
-    reader.start()
-    reader.join(timeout)
-    if not line or not line[0]:
-        process.kill()
-        raise AssertionError(f"OpenEnv's side did not answer within {timeout} s (exit code {process.poll()})")
-    return line[0]
+def _answer(process: subprocess.Popen) -> str:
+    line = read_line(process, REPLY_TIMEOUT_S)
+    if not line:
+        raise AssertionError(f"OpenEnv's side did not answer within {REPLY_TIMEOUT_S} s (exit code {process.poll()})")
+    return line

@@ -17,6 +17,8 @@ from typing import Any
 
 import pytest
 
+from tests.helpers import wait_healthy
+
 uvicorn = pytest.importorskip("uvicorn", reason="the openenv extra is installed by scripts/install_test_deps.sh")
 
 START_TIMEOUT_S = 60
@@ -28,28 +30,32 @@ def gem_serve(env_id: str, *options: str, env: dict[str, str] | None = None) -> 
     command = [sys.executable, "-m", "gem_core.cli", "serve", env_id, "--port", "0", *options]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     try:
-        url = _read_url(process)
-        yield url, process
+        line = read_line(process, START_TIMEOUT_S)
+        match = re.search(r"http://\S+", line)
+        if not match:
+            raise AssertionError(f"gem serve did not start: {line!r} {process.stderr.read()[-2000:]!r}")
+        yield match.group(0), process
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=10)
+        stop(process)
 
 
-def _read_url(process: subprocess.Popen) -> str:
-    result: list[str] = []
-    reader = threading.Thread(target=lambda: result.append(process.stdout.readline()), daemon=True)
+def read_line(process: subprocess.Popen, timeout: float) -> str:
+    """The next line of ``process``'s output ("" if none comes within ``timeout`` seconds)."""
+    line: list[str] = []
+    reader = threading.Thread(target=lambda: line.append(process.stdout.readline()), daemon=True)
     reader.start()
-    reader.join(START_TIMEOUT_S)
-    line = result[0] if result else ""
-    match = re.search(r"http://\S+", line)
-    if not match:
+    reader.join(timeout)
+    return line[0] if line else ""
+
+
+def stop(process: subprocess.Popen) -> None:
+    """Terminate ``process``, killing it if it does not exit within 10 seconds."""
+    process.terminate()
+    try:
+        process.wait(timeout=10)
+    except subprocess.TimeoutExpired:
         process.kill()
-        raise AssertionError(f"gem serve did not start: {line!r} {process.stderr.read()[-2000:]!r}")
-    return match.group(0)
+        process.wait(timeout=10)
 
 
 @contextmanager
@@ -85,26 +91,4 @@ def package_server(package: Path) -> Iterator[str]:
         wait_healthy(url, process)
         yield url
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=10)
-
-
-def wait_healthy(url: str, process: subprocess.Popen | None = None) -> None:
-    """Wait until ``url``/health answers (or ``process`` exits)."""
-    import httpx
-
-    deadline = time.monotonic() + START_TIMEOUT_S
-    while True:
-        try:
-            if httpx.get(f"{url}/health", timeout=1).status_code == 200:
-                return
-        except httpx.HTTPError:
-            pass
-        if process is not None and process.poll() is not None:
-            raise AssertionError(f"the server exited: {process.stdout.read() if process.stdout else ''}")
-        assert time.monotonic() < deadline, f"{url} did not answer within {START_TIMEOUT_S} s"
-        time.sleep(0.1)
+        stop(process)

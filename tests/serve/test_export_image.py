@@ -13,9 +13,8 @@ import sys
 import pytest
 
 import gem_core
-from tests.helpers import REPO
+from tests.helpers import REPO, wait_healthy
 from tests.serve import images
-from tests.serve.servers import wait_healthy
 
 GAME = "game:GuessTheNumber-v0-easy"
 IMAGE = "localhost/gem-test/exported-package"
