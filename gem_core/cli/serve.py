@@ -43,6 +43,14 @@ def serve(env_id: str, host: str, port: int, max_sessions: int, session_timeout:
     if export_dir is not None:
         from gem_core.remote.export import export
 
+        context = click.get_current_context()
+        serving = [f"--{name.replace('_', '-')}" for name in ("host", "port", "max_sessions", "session_timeout",
+                                                               "token_env", "log_level")
+                   if context.get_parameter_source(name) is not click.core.ParameterSource.DEFAULT]
+        if serving:
+            raise GemError(f"--export writes a package and serves nothing: {', '.join(serving)} would be ignored; "
+                           "drop them (the package's server takes --host and --port, and GEM_SERVE_TOKEN).")
+
         written = export(env_id, export_dir)
         click.echo(f"Wrote the OpenEnv package of {env_id} to {export_dir} ({len(written)} files); "
                    f"check it with `openenv validate {export_dir} --level static`.")

@@ -66,10 +66,11 @@ def test_an_exported_package_validates_statically_and_its_server_entry_at_runtim
 def test_export_refuses_what_it_cannot_package(tmp_path):
     (tmp_path / "taken").mkdir()
     (tmp_path / "taken" / "file").write_text("x")
-    for env_id, folder, message in [("game:GuessTheNumber-v0", "taken", "exists and is not empty"),
-                                    ("multiagent:TicTacToe-v0", "new", "multi-agent environment"),
-                                    ("game:NoSuchGame-v0", "new", "Unknown environment id")]:
-        run = subprocess.run([sys.executable, "-m", "gem_core.cli", "serve", env_id, "--export", str(tmp_path / folder)],
-                             capture_output=True, text=True, timeout=120)
+    for env_id, folder, message, *more in [("game:GuessTheNumber-v0", "taken", "exists and is not empty"),
+                                           ("multiagent:TicTacToe-v0", "new", "multi-agent environment"),
+                                           ("game:NoSuchGame-v0", "new", "Unknown environment id"),
+                                           ("game:GuessTheNumber-v0", "new", "--port would be ignored", "--port", "9")]:
+        run = subprocess.run([sys.executable, "-m", "gem_core.cli", "serve", env_id, "--export", str(tmp_path / folder),
+                              *more], capture_output=True, text=True, timeout=120)
         assert run.returncode != 0 and message in run.stderr and "Traceback" not in run.stderr
     assert not (tmp_path / "new").exists()
