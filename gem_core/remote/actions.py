@@ -11,13 +11,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from gem_core.core import Env, Wrapper
-from gem_core.tools.base import ToolArgumentError, ToolConfigError, ToolFunction
+from gem_core.tools.base import ToolArgumentError, ToolConfigError, ToolFunction, text_function
 from gem_core.tools.wrapper import ToolWrapper
 
-STEP = ToolFunction("step", "Take your turn: send ACTION as the environment's next action, exactly as you would "
-                            "write it. Returns the next observation, the reward and whether the episode is done.",
-                    {"type": "object", "properties": {"action": {"type": "string", "description": "Your action"}},
-                     "required": ["action"], "additionalProperties": False})
+STEP = text_function("step", "Take your turn: send ACTION as the environment's next action, exactly as you "
+                            "would write it. Returns the next observation, the reward and whether the episode is done.",
+                     "action", "Your action")
 
 
 def tool_wrappers(env: Env) -> list[ToolWrapper]:
