@@ -180,19 +180,18 @@ def main() -> None:
         raise SystemExit(f"OpenEnv's environment could not be made: {made.stderr[-2000:]}")
     openenv_python = made.stdout.strip()
 
-    servers = {
-        "gem_serve": start([sys.executable, "-m", "gem_core.cli", "serve", GAME, "--port", "0",
-                            "--max-sessions", str(max(SESSIONS))]),
-        # quiet: OpenEnv's server logs a traceback for every session a client closes
-        "openenv_server": start([openenv_python, __file__, "--openenv-server"], quiet=True),
-    }
     rounds, duration = (2, 2.0) if args.quick else (4, 4.0)
     steps: dict[tuple[str, int], int] = {}
     walls: dict[tuple[str, int], float] = {}
     cpu: dict[tuple[str, int], float] = {}
     latencies: dict[tuple[str, int], list[float]] = {}
+    servers: dict[str, tuple[subprocess.Popen, str]] = {}
     pool = ProcessPoolExecutor(CLIENT_PROCESSES)
     try:
+        servers["gem_serve"] = start([sys.executable, "-m", "gem_core.cli", "serve", GAME, "--port", "0",
+                                      "--max-sessions", str(max(SESSIONS))])
+        # quiet: OpenEnv's server logs a traceback for every session a client closes
+        servers["openenv_server"] = start([openenv_python, __file__, "--openenv-server"], quiet=True)
         for name, (_, url) in servers.items():  # warm up: first connections, imports on first use, the pool
             drive(url, 2 * CLIENT_PROCESSES, 0.5, 0, pool)
         for round_ in range(rounds):
