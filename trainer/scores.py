@@ -56,6 +56,14 @@ def pass_at_k(samples: int, successes: int, k: int) -> float:
     return 1.0 - math.comb(samples - successes, k) / math.comb(samples, k)
 
 
+def by_env(episodes: Sequence[Episode]) -> dict[str, list[Episode]]:
+    """Episodes grouped by environment id, in the order the ids first come."""
+    grouped: dict[str, list[Episode]] = {}
+    for episode in episodes:
+        grouped.setdefault(episode.env_id, []).append(episode)
+    return grouped
+
+
 def by_start(episodes: Sequence[Episode]) -> dict[tuple[str, Any], list[Episode]]:
     """Episodes grouped by start (environment id and seed), in the order they come."""
     starts: dict[tuple[str, Any], list[Episode]] = {}

@@ -28,6 +28,7 @@ from gem_core.images import IMAGE
 
 from gem_trainer import eval_folder
 from gem_trainer.metrics import episode_success, percent
+from gem_trainer.scores import by_env, summarise
 
 PAGE_FILE = "view.html"
 
@@ -57,17 +58,19 @@ def _evaluation(folder: Path) -> dict[str, Any]:
         settings = eval_folder.read_settings(folder)[0]
     notes: list[str] = []
     images = _replayed_images([e for e, _ in records], settings.get("env_kwargs") or {}, notes)
-    summary = [{"environment": r["env_id"], "episodes": r["episodes"], "success": percent(r["success_rate"]),
-                "mean return": f"{r['mean_return']:+.3f}", "turns": f"{r['turns_per_episode']:.2f}",
-                "format errors": percent(r["format_error_rate"]),
-                **{f"pass@{k}": percent(v) for k, v in (r.get("pass_at_k") or {}).items() if r.get("samples", 1) > 1}}
-               for r in (report or {}).get("environments", [])]
+    summary = []
+    for env_id, played in by_env([e for e, _ in records]).items():
+        r = summarise(env_id, played, 0.0)
+        summary.append({"environment": env_id, "episodes": r.episodes, "success": percent(r.success_rate),
+                        "mean return": f"{r.mean_return:+.3f}", "turns": f"{r.turns_per_episode:.2f}",
+                        "format errors": percent(r.format_error_rate),
+                        **{f"pass@{k}": percent(v) for k, v in r.pass_at_k.items() if r.samples > 1}})
     model = settings.get("model") or "a policy"
     return {
         "kind": "eval", "title": f"gem eval: {model}",
         "subtitle": f"{folder}: {len(records)} episodes" + ("" if report else " (no report.json yet: the evaluation "
-                                                                               "has not finished)"),
-        "summary": summary, "plots": _plots(folder, ["report.png"]), "notes": notes,
+                                                                               "has not finished, or was killed)"),
+        "summary": summary, "plots": _plots(folder, ["report.png"]), "notes": list(dict.fromkeys(notes)),
         "episodes": [_episode(e, images.get(id(e)), sample=sample) for e, sample in records],
     }
 
