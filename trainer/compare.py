@@ -83,11 +83,12 @@ def compare_evaluations(baseline: Path, candidate: Path, *, resamples: int = 10_
     }
     output = output_dir or Path("gem-runs") / datetime.now().strftime("compare-%Y%m%d-%H%M%S")
     output.mkdir(parents=True, exist_ok=True)
-    (output / COMPARE_FILE).write_text(json.dumps(result, indent=2))
+    text = json.dumps(result, indent=2)
+    (output / COMPARE_FILE).write_text(text)
     plot_comparison(comparisons, output / PLOT_FILE, title=f"{candidate} minus {baseline} ({confidence:.0%} intervals)")
     if console is not None:
         _print(console, result, comparisons, output)
-    return result
+    return json.loads(text)
 
 
 def _starts(folder: Path) -> dict[str, dict[Any, tuple[float, float, int]]]:
