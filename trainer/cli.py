@@ -154,6 +154,7 @@ def learned_commands(run_dir: Path, checkpoint: Path, config: Any, episodes: int
     brings its training settings; the starting model is given them as flags), then compare them."""
     import shlex
 
+    from gem_core.errors import option_of
     from gem_trainer.checkpoint import ACTING_SETTINGS
 
     trained, base = run_dir / "eval", run_dir / "eval-start"
@@ -165,7 +166,7 @@ def learned_commands(run_dir: Path, checkpoint: Path, config: Any, episodes: int
         if key == "envs":
             flags += [part for env_id in value for part in ("--env", env_id)]
         else:
-            flags += [f"--{key.replace('_', '-')}", str(value)]
+            flags += [option_of(key), str(value)]
     quote = shlex.join
     return [quote(["gem", "eval", "--model", str(checkpoint), "--episodes", str(episodes), "--output-dir", str(trained)]),
             quote(["gem", "eval", "--model", config.model, *flags, "--episodes", str(episodes),

@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from gem_core.episodes import Episode
-from gem_core.errors import GemError
+from gem_core.errors import GemError, option_of, require_at_least_one
 from gem_core.images import openai_message
 
 from gem_trainer import eval_folder
@@ -93,11 +93,9 @@ class EvalSettings:
         """Check resolved settings (see :func:`resolve_settings`)."""
         from gem_trainer.config import check_env_ids
 
-        if self.env_hosts is not None and self.env_hosts < 1:
-            raise GemError(f"--env-hosts must be at least 1, got {self.env_hosts}.")
-        for name in ("episodes", "samples", "concurrency", "max_new_tokens"):
-            if getattr(self, name) < 1:
-                raise GemError(f"--{name.replace('_', '-')} must be at least 1, got {getattr(self, name)}.")
+        require_at_least_one(self, ("episodes", "samples", "concurrency", "max_new_tokens"))
+        if self.env_hosts is not None:
+            require_at_least_one(self, ("env_hosts",))
         if self.seed < 0:
             raise GemError(f"--seed must be 0 or more, got {self.seed}.")
         if self.temperature < 0:
@@ -123,8 +121,7 @@ def resolve_settings(settings: EvalSettings, *, resume: bool = False) -> tuple[E
         saved, sources = eval_folder.read_settings(Path(settings.output_dir))
         changed = [name for name, value in given.items() if name not in RUNNING and saved.get(name) != value]
         if changed:
-            what = ", ".join(f"{_OPTION.get(n, '--' + n.replace('_', '-'))} {given[n]!r} (it played {saved.get(n)!r})"
-                             for n in changed)
+            what = ", ".join(f"{option_of(n, _OPTION)} {given[n]!r} (it played {saved.get(n)!r})" for n in changed)
             raise GemError(f"{settings.output_dir} cannot be resumed with other settings: {what}. A resume plays "
                            "the rest of the evaluation as it started; leave these out, or start a new evaluation "
                            "with another --output-dir.")
