@@ -167,11 +167,11 @@ def learned_commands(run_dir: Path, checkpoint: Path, config: Any, episodes: int
             flags += [part for env_id in value for part in ("--env", env_id)]
         else:
             flags += [option_of(key), str(value)]
-    quote = shlex.join
-    return [quote(["gem", "eval", "--model", str(checkpoint), "--episodes", str(episodes), "--output-dir", str(trained)]),
-            quote(["gem", "eval", "--model", config.model, *flags, "--episodes", str(episodes),
-                   "--output-dir", str(base)]),
-            quote(["gem", "eval", "compare", str(base), str(trained)])]
+    return [shlex.join(["gem", "eval", "--model", str(checkpoint), "--episodes", str(episodes),
+                        "--output-dir", str(trained)]),
+            shlex.join(["gem", "eval", "--model", config.model, *flags, "--episodes", str(episodes),
+                        "--output-dir", str(base)]),
+            shlex.join(["gem", "eval", "compare", str(base), str(trained)])]
 
 
 def _env_kwargs(pairs: tuple[str, ...]) -> dict[str, Any]:
@@ -188,8 +188,6 @@ def _env_kwargs(pairs: tuple[str, ...]) -> dict[str, Any]:
         except yaml.YAMLError as e:
             raise click.BadParameter(f"the value of {key!r} is not valid YAML: {e}", param_hint="--env-arg") from None
     return kwargs
-
-
 
 
 def _default(key: str, trained: bool = False) -> str:

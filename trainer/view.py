@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
@@ -44,7 +45,8 @@ def write_view(run_dir: Path, output: Path | None = None) -> Path:
         raise GemError(f"{str(run_dir)!r} is neither a `gem eval` folder (no {eval_folder.EPISODES_FILE}) nor a "
                        "`gem train` run folder (no config.yaml and episodes/).")
     template = resources.files("gem_trainer").joinpath(PAGE_FILE).read_text(encoding="utf-8")
-    embedded = json.dumps(data, ensure_ascii=False, allow_nan=False, default=repr).replace("</", "<\\/")
+    # no "<" in the script element: an action that writes "</script>" or "<!--" stays text
+    embedded = json.dumps(data, ensure_ascii=False, allow_nan=False, default=repr).replace("<", "\\u003c")
     page = output or run_dir / PAGE_FILE
     page.write_text(template.replace("__GEM_DATA__", embedded), encoding="utf-8")
     return page
@@ -154,41 +156,34 @@ def _text(content: Any) -> str:
 
 
 def _common_prefix(a: str, b: str) -> int:
-    n = min(len(a), len(b))
-    i = 0
-    while i < n and a[i] == b[i]:
-        i += 1
-    return i
+    return len(os.path.commonprefix([a, b]))
 
 
 def _advantages(episodes: list[Episode], config: dict[str, Any], notes: list[str]) -> list[list[float] | None]:
-    """Each turn's advantage, as the run's estimator computed it from the step's rewards."""
+    """Each turn's advantage, as the run's estimator computed it from the step's rewards (a
+    self-play episode's turns each get their seat's)."""
     from gem_core import get_estimator
     from gem_core.multiagent import split_by_agent
 
     from gem_trainer.rollout import group_ids
 
+    split = [split_by_agent(episode) for episode in episodes]
+    parts = [part for seats in split for part in seats]
     try:
         estimator = get_estimator(config.get("estimator", "rebn"))
-        seats = [(k, part) for k, episode in enumerate(episodes) for part in split_by_agent(episode)]
-        parts = [part for _, part in seats]
         grouped = group_ids(parts) if config.get("group_size", 1) > 1 else None
-        computed = estimator([p.rewards for p in parts], gamma=config.get("gamma", 0.9), group_ids=grouped)
+        computed = iter(estimator([p.rewards for p in parts], gamma=config.get("gamma", 0.9), group_ids=grouped))
     except GemError as e:
         notes.append(f"No advantages shown: {e}")
         return [None] * len(episodes)
-    per_seat: dict[tuple[int, Any], list[float]] = {(k, part.agent): [float(a) for a in adv]
-                                                    for (k, part), adv in zip(seats, computed)}
-    advantages: list[list[float] | None] = []
-    for k, episode in enumerate(episodes):  # a seat's turns, back in the episode's order
-        taken: dict[Any, int] = {}
-        row = []
-        for turn in episode.turns:
-            agent = turn.info.get("agent") if (k, turn.info.get("agent")) in per_seat else None
-            row.append(per_seat[k, agent][taken.setdefault(agent, 0)])
-            taken[agent] += 1
-        advantages.append(row)
-    return advantages
+    rows: list[list[float] | None] = []
+    for episode, seats in zip(episodes, split):
+        if seats == [episode]:
+            rows.append([float(a) for a in next(computed)])
+        else:
+            by_seat = {seat.agent: iter(next(computed)) for seat in seats}
+            rows.append([float(next(by_seat[turn.info["agent"]])) for turn in episode.turns])
+    return rows
 
 
 def _replayed_images(episodes: Sequence[Episode], env_kwargs: dict[str, Any], notes: list[str]) -> dict[int, list[list[str]]]:
@@ -203,8 +198,9 @@ def _replayed_images(episodes: Sequence[Episode], env_kwargs: dict[str, Any], no
     environments: dict[str, Any] = {}
     for episode in visual:
         try:
-            env = environments.get(episode.env_id) or environments.setdefault(
-                episode.env_id, gem_core.make(episode.env_id, **env_kwargs))
+            if episode.env_id not in environments:
+                environments[episode.env_id] = gem_core.make(episode.env_id, **env_kwargs)
+            env = environments[episode.env_id]
             _, info = env.reset(seed=episode.seed)
             shown = []
             for turn in episode.turns:

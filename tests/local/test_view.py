@@ -72,6 +72,21 @@ def test_the_page_of_an_evaluation_shows_its_episodes_in_a_real_browser(browser:
 
 
 @needs_chromium
+def test_an_action_that_writes_html_stays_text(browser: HeadlessChromium, tmp_path: Path):
+    hostile = '</script><script>document.title = "taken"</script><!--<script> <img src=x onerror=alert(1)>'
+    folder = tmp_path / "eval"
+    shutil.copytree(FIXTURE, folder)
+    lines = fixture_lines()
+    lines[0]["turns"][0]["action"] = hostile
+    (folder / "episodes.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    browser.open(write_view(folder).as_uri())
+    browser.evaluate("document.querySelector('.episode .head').click()")
+    assert browser.evaluate("document.querySelector('.turns pre.action').textContent") == hostile
+    assert browser.evaluate("document.title") != "taken" and browser.evaluate("document.images.length") == 0
+    assert browser.errors == []
+
+
+@needs_chromium
 def test_the_page_of_a_training_run_shows_each_turns_advantage(browser: HeadlessChromium, training_run: Path,
                                                                 tmp_path: Path):
     from gem_core import get_estimator
@@ -116,7 +131,7 @@ def test_images_of_a_visual_task_come_from_replaying_its_episodes(tmp_path: Path
     lied = Episode(episode.env_id, 3, [Turn(observation, "\\boxed{0}", reward + 1.0, terminated, truncated)])
     (folder / "episodes.jsonl").open("a").write(json.dumps({**lied.to_dict(), "sample": 1}) + "\n")
     text = write_view(folder).read_text()
-    data = json.loads(text[text.index('id="gem-data">') + len('id="gem-data">'):text.index("</script>")].replace("<\\/", "</"))
+    data = json.loads(text[text.index('id="gem-data">') + len('id="gem-data">'):text.index("</script>")])
     first, second = data["episodes"]
     assert len(first["turns"][0]["images"]) == len(info["images"]) >= 1
     assert first["turns"][0]["images"][0].startswith("data:image/png;base64,")
