@@ -95,11 +95,11 @@ class HeadlessChromium:
             raise RuntimeError(f"{expression}: {result['exceptionDetails']}")
         return result["result"].get("value")
 
-    def screenshot(self, path: Path) -> Path:
-        """A PNG of the whole page."""
+    def screenshot(self, path: Path, max_height: int = 6000) -> Path:
+        """A PNG of the page, from its top, at most ``max_height`` pixels high."""
         height = self.evaluate("document.documentElement.scrollHeight")
         data = self.call("Page.captureScreenshot", format="png", captureBeyondViewport=True,
-                         clip={"x": 0, "y": 0, "width": 1280, "height": min(int(height), 6000), "scale": 1})["data"]
+                         clip={"x": 0, "y": 0, "width": 1280, "height": min(int(height), max_height), "scale": 1})["data"]
         path.write_bytes(base64.b64decode(data))
         return path
 

@@ -122,7 +122,7 @@ def _episode(episode: Episode, images: list[list[str]] | None, *, advantages: Se
     last = episode.turns[-1] if episode.turns else None
     return {"env_id": episode.env_id, "seed": episode.seed, **where, "return": episode.total_reward,
             "success": episode_success(episode), "format_error": bool(last and last.info.get("format_error")),
-            "turns": turns, "final": episode.final_observation}
+            "turns": turns, "final": _new_part(previous, previous_action, episode.final_observation)}
 
 
 def _new_part(previous: str, action: str, observation: str) -> str:
