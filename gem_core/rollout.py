@@ -69,8 +69,8 @@ def collect_episodes(vec_env: Any, policy: Policy, num_episodes: int, *, seed: i
 
     ``policy`` may be synchronous or ``async`` (its coroutines run on the vector environment's
     event loop); from a coroutine, use :func:`acollect_episodes`. ``seed``: an int for the first
-    reset, or the list of the episodes' seeds (see the module documentation). ``max_turns`` cuts an episode off (its last turn marked
-    truncated) after that many turns. Failed resets are retried, and slots that keep failing are
+    reset, or the list of the episodes' seeds (see the module documentation). ``max_turns`` cuts
+    an episode off (its last turn marked truncated) after that many turns. Failed resets are retried, and slots that keep failing are
     quarantined, as the module documentation says (``max_reset_failures``, ``reset_backoff``,
     ``max_reset_failure_share``). ``progress`` shows a progress bar. ``on_episode`` is called with
     each episode as it ends (to save or count it before the collection is over).

@@ -487,6 +487,7 @@ def plot_report(reports: Sequence[EnvReport], path: Path, *, title: str = "") ->
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
 
     rows = range(len(reports))
     sampled = [r for r in reports if r.samples > 1]
@@ -519,6 +520,7 @@ def plot_report(reports: Sequence[EnvReport], path: Path, *, title: str = "") ->
             ks = sorted(map(int, r.pass_at_k))
             curve.plot(ks, [r.pass_at_k[str(k)] for k in ks], marker="o", markersize=3, label=r.env_id)
         curve.set_ylim(0, 1.05)
+        curve.xaxis.set_major_locator(MaxNLocator(integer=True))
         curve.set_xlabel("k")
         curve.set_title("pass@k (unbiased estimate)", fontsize=10)
         curve.grid(alpha=0.3)
