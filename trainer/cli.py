@@ -177,6 +177,8 @@ def _env_kwargs(pairs: tuple[str, ...]) -> dict[str, Any]:
 @click.option("--device", default="auto", show_default=True, help="auto, cpu, cuda or cuda:N (local models).")
 @click.option("--output-dir", type=click.Path(file_okay=False),
               help="Folder for report.json, episodes.jsonl and report.png (default gem-runs/eval-<time>).")
+@click.option("--trajectories", is_flag=True,
+              help="Also write each episode as a Harbor trajectory (ATIF): trajectories/<env>-NNNN.json.")
 @click.option("--progress/--no-progress", default=True,
               help="Show progress: a bar on a terminal, plain lines otherwise (default on).")
 @click.option("--timeout", type=float, default=120.0, show_default=True,
@@ -195,6 +197,7 @@ def eval_command(envs: tuple[str, ...], model: str | None, base_url: str | None,
     Episodes run concurrently through the async vector environment. Writes report.json (per
     environment: mean return, success rate, turns per episode), every episode as it ends, and
     report.png; prints a table. Ctrl-C or SIGTERM writes the report of the episodes that finished.
+    --trajectories writes each episode as a Harbor trajectory too, which Harbor's viewers open.
     """
     from gem_trainer.evaluate import EvalSettings, run_evaluation
     from gem_trainer.runtime import prefer_passive_openmp

@@ -5,7 +5,8 @@ Episodes run in an async vector environment of ``concurrency`` slots. With a cha
 observation is the message list itself (as JSON) and the endpoint applies its own chat template;
 the requests of one batch are in flight together, each bounded by ``timeout`` seconds.
 
-Each episode is appended to ``episodes.jsonl`` as it ends. Progress shows as a bar on a terminal
+Each episode is appended to ``episodes.jsonl`` as it ends (and, with ``trajectories``, written
+as a Harbor trajectory in ``trajectories/``, see :mod:`gem_core.atif`). Progress shows as a bar on a terminal
 and as plain lines otherwise (a log, a pipe). Ctrl-C or SIGTERM stops the evaluation and writes the
 report of the episodes that finished (``"interrupted": true``).
 """
@@ -16,6 +17,7 @@ import asyncio
 import json
 import math
 import os
+import re
 import signal
 import sys
 import threading
@@ -36,6 +38,7 @@ from gem_trainer.metrics import episode_stats, save_figure
 
 REPORT_FILE = "report.json"
 EPISODES_FILE = "episodes.jsonl"
+TRAJECTORIES_DIR = "trajectories"
 PLOT_FILE = "report.png"
 
 
@@ -66,6 +69,7 @@ class EvalSettings:
     env_kwargs: dict[str, Any] = field(default_factory=dict)  # passed to every environment (--env-arg)
     ray_address: str | None = None  # play the environments on a Ray cluster (see gem_trainer.config.vector_mode)
     env_hosts: int | None = None
+    trajectories: bool = False  # also write each episode as a Harbor trajectory (gem_core.atif)
 
     def validate(self) -> None:
         from gem_trainer.config import check_env_ids
@@ -238,6 +242,8 @@ def run_evaluation(settings: EvalSettings, *, console: Any = None) -> dict[str, 
     def record(episode: Episode) -> None:
         save_episodes([episode], episodes_path, append=True)
         finished.append(episode)
+        if settings.trajectories:
+            _write_trajectory(episode, output / TRAJECTORIES_DIR, len(finished) - 1, settings.model)
         if lines is not None:
             lines.show(env_id, finished)
 
@@ -280,6 +286,14 @@ def run_evaluation(settings: EvalSettings, *, console: Any = None) -> dict[str, 
         done = sum(r.episodes for r in reports)
         raise GemError(f"Interrupted: {output / REPORT_FILE} reports the {done} episode(s) that finished.")
     return report
+
+
+def _write_trajectory(episode: Episode, folder: Path, index: int, model: str | None) -> None:
+    """Write ``episode`` as ``<env>-NNNN.json`` in ATIF, Harbor's trajectory format."""
+    from gem_core.atif import write_trajectory
+
+    name = re.sub(r"[^A-Za-z0-9._-]+", "_", episode.env_id)
+    write_trajectory(episode, folder / f"{name}-{index:04d}.json", model_name=model)
 
 
 class _ProgressLines:
