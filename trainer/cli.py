@@ -45,7 +45,9 @@ def _train_options(f: Any) -> Any:
                      help="Train LoRA adapters (default) or every weight (--no-lora)."),
         click.option("--lora-rank", type=int, help=f"LoRA rank (default {_DEFAULT.lora_rank})."),
         click.option("--lora-alpha", type=float, help=f"LoRA scale alpha (default {_DEFAULT.lora_alpha:g})."),
-        click.option("--wrappers", metavar="CHAIN", help=f"Observation wrapper chain (default {_DEFAULT.wrappers})."),
+        click.option("--wrappers", metavar="CHAIN",
+                     help=f"Wrapper chain, innermost first (default {_DEFAULT.wrappers}; judge,concat_chat adds an "
+                          "LLM judge's score to the reward, its options in $GEM_JUDGE)."),
         click.option("--chat-template", type=click.Path(dir_okay=False),
                      help="Jinja chat template file, for tokenizers without one."),
         click.option("--device", help="auto (default), cpu, cuda or cuda:N."),
@@ -172,7 +174,9 @@ def _env_kwargs(pairs: tuple[str, ...]) -> dict[str, Any]:
 @click.option("--temperature", type=float, default=0.0, show_default=True, help="Sampling temperature; 0 is greedy.")
 @click.option("--top-p", type=float, default=1.0, show_default=True, help="Nucleus sampling threshold.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the first episode; episode k uses seed+k.")
-@click.option("--wrappers", default="concat_chat", show_default=True, help="Observation wrapper chain.")
+@click.option("--wrappers", default="concat_chat", show_default=True,
+              help="Wrapper chain, innermost first (judge,concat_chat adds an LLM judge's score to the reward, "
+                   "its options in $GEM_JUDGE).")
 @click.option("--chat-template", type=click.Path(dir_okay=False), help="Jinja chat template file (local models).")
 @click.option("--device", default="auto", show_default=True, help="auto, cpu, cuda or cuda:N (local models).")
 @click.option("--output-dir", type=click.Path(file_okay=False),
