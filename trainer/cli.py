@@ -46,7 +46,9 @@ def _train_options(f: Any) -> Any:
                      help="Train LoRA adapters (default) or every weight (--no-lora)."),
         click.option("--lora-rank", type=int, help=f"LoRA rank (default {_DEFAULT.lora_rank})."),
         click.option("--lora-alpha", type=float, help=f"LoRA scale alpha (default {_DEFAULT.lora_alpha:g})."),
-        click.option("--wrappers", metavar="CHAIN", help=f"Observation wrapper chain (default {_DEFAULT.wrappers})."),
+        click.option("--wrappers", metavar="CHAIN",
+                     help=f"Wrapper chain, innermost first (default {_DEFAULT.wrappers}; judge,concat_chat adds an "
+                          "LLM judge's score to the reward, its options in $GEM_JUDGE)."),
         click.option("--chat-template", type=click.Path(dir_okay=False),
                      help="Jinja chat template file, for tokenizers without one."),
         click.option("--device", help="auto (default), cpu, cuda or cuda:N."),
@@ -215,13 +217,17 @@ def _default(key: str, trained: bool = False) -> str:
               help=f"Sampling temperature; 0 is greedy {_default('temperature', trained=True)}.")
 @click.option("--top-p", type=float, help=f"Nucleus sampling threshold {_default('top_p', trained=True)}.")
 @click.option("--seed", type=int, help=f"Seed of the first start; start k uses seed+k {_default('seed')}.")
-@click.option("--wrappers", help=f"Observation wrapper chain {_default('wrappers', trained=True)}.")
+@click.option("--wrappers",
+              help="Wrapper chain, innermost first (judge,concat_chat adds an LLM judge's score to the reward, its "
+                   f"options in $GEM_JUDGE) {_default('wrappers', trained=True)}.")
 @click.option("--chat-template", type=click.Path(dir_okay=False), help="Jinja chat template file (local models).")
 @click.option("--device", help=f"auto, cpu, cuda or cuda:N, for local models {_default('device')}.")
 @click.option("--output-dir", type=click.Path(file_okay=False),
               help="Folder for settings.json, episodes.jsonl, report.json and report.png (default gem-runs/eval-<time>).")
 @click.option("--resume", type=click.Path(file_okay=False), metavar="DIR",
               help="Continue the evaluation in DIR, killed or interrupted, with its settings: finished episodes are kept.")
+@click.option("--trajectories", is_flag=True, default=None,
+              help="Also write each episode as a Harbor trajectory (ATIF): trajectories/<env>-NNNN.json.")
 @click.option("--progress/--no-progress", default=True,
               help="Show progress: a bar on a terminal, plain lines otherwise (default on).")
 @click.option("--timeout", type=float,
@@ -244,7 +250,8 @@ def eval_command(ctx: click.Context, envs: tuple[str, ...], env_args: tuple[str,
     with a seed of its own, so the same settings play the same episodes. Writes settings.json,
     every episode as it ends, report.json (per environment: success rate, mean return, turns,
     pass@1..K with --samples K) and report.png, and prints a table. Ctrl-C or SIGTERM writes the
-    report of the episodes that finished; --resume DIR plays the rest. `gem eval compare A B`
+    report of the episodes that finished; --resume DIR plays the rest. --trajectories writes each
+    episode as a Harbor trajectory too, which Harbor's viewers open. `gem eval compare A B`
     compares two evaluations.
     """
     if ctx.invoked_subcommand is not None:

@@ -13,7 +13,8 @@ else was in its batch. A `gem train` checkpoint is played with the settings it t
 (:data:`gem_trainer.checkpoint.ACTING_SETTINGS`) unless told otherwise.
 
 The folder (:mod:`gem_trainer.eval_folder`) gets the settings first, then each episode as it
-ends. Progress shows as a bar on a terminal and as plain lines otherwise (a log, a pipe). Ctrl-C
+ends (and, with ``trajectories``, as a Harbor trajectory in ``trajectories/``, see
+:mod:`gem_core.atif`). Progress shows as a bar on a terminal and as plain lines otherwise. Ctrl-C
 or SIGTERM stops the evaluation and writes the report of the episodes that finished
 (``"interrupted": true``); ``resume=True`` (``gem eval --resume DIR``) plays the rest.
 """
@@ -24,6 +25,7 @@ import asyncio
 import copy
 import json
 import os
+import re
 import signal
 import sys
 import threading
@@ -50,12 +52,13 @@ from gem_trainer.scores import EnvReport, summarise
 DEFAULTS: dict[str, Any] = {
     "envs": ["game:GuessTheNumber-v0-easy"], "api_key_env": "OPENAI_API_KEY", "episodes": 16, "samples": 1,
     "concurrency": 8, "max_new_tokens": 256, "temperature": 0.0, "top_p": 1.0, "seed": 0,
-    "wrappers": "concat_chat", "device": "auto", "timeout": 120.0, "env_kwargs": {},
+    "wrappers": "concat_chat", "device": "auto", "timeout": 120.0, "env_kwargs": {}, "trajectories": False,
 }
 #: Settings that change how an evaluation runs, not which episodes it plays: a resume may change them.
 RUNNING = ("api_key_env", "concurrency", "device", "output_dir", "progress", "timeout", "ray_address", "env_hosts")
 #: The option of each setting whose name is not the field's with dashes.
 _OPTION = {"envs": "--env", "env_kwargs": "--env-arg"}
+TRAJECTORIES_DIR = "trajectories"
 
 
 class EndpointError(GemError):
@@ -88,6 +91,7 @@ class EvalSettings:
     env_kwargs: dict[str, Any] | None = None  # passed to every environment (--env-arg)
     ray_address: str | None = None  # play the environments on a Ray cluster (see gem_trainer.config.vector_mode)
     env_hosts: int | None = None
+    trajectories: bool | None = None  # also write each episode as a Harbor trajectory (gem_core.atif)
 
     def validate(self) -> None:
         """Check resolved settings (see :func:`resolve_settings`)."""
@@ -339,6 +343,9 @@ def _play(settings: EvalSettings, policy: Any, template: Any, todo: list[Planned
                 def record(episode: Episode) -> None:
                     eval_folder.append_episode(episodes_path, episode, sampler.finish(episode))
                     finished.append(episode)
+                    if settings.trajectories:  # numbered as they end, a resumed run's after the earlier ones
+                        _write_trajectory(episode, episodes_path.parent / TRAJECTORIES_DIR,
+                                          len(earlier) + len(finished) - 1, settings.model)
                     if lines is not None:
                         lines.show(env_id, earlier + finished)
 
@@ -413,6 +420,14 @@ def turn_seed(run_seed: int, env_id: str, start: int, sample: int, turn: int) ->
 def _recorded(settings: EvalSettings) -> dict[str, Any]:
     """The settings as ``settings.json`` and the report keep them."""
     return {k: v for k, v in asdict(settings).items() if k != "progress"}
+
+
+def _write_trajectory(episode: Episode, folder: Path, index: int, model: str | None) -> None:
+    """Write ``episode`` as ``<env>-NNNN.json`` in ATIF, Harbor's trajectory format."""
+    from gem_core.atif import write_trajectory
+
+    name = re.sub(r"[^A-Za-z0-9._-]+", "_", episode.env_id)
+    write_trajectory(episode, folder / f"{name}-{index:04d}.json", model_name=model)
 
 
 class _ProgressLines:
