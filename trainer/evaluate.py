@@ -33,7 +33,7 @@ import time
 import zlib
 from contextlib import contextmanager
 from collections.abc import Iterator, Sequence
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import asdict, dataclass, fields, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
