@@ -11,6 +11,10 @@ cd "$(dirname "$0")/.."
 if ! command -v bwrap >/dev/null || ! command -v setpriv >/dev/null || ! command -v sqlite3 >/dev/null; then
     apt-get update -qq && apt-get install -y -qq bubblewrap util-linux sqlite3 >/dev/null
 fi
+# gem view's page is tested in a real headless Chromium
+if ! command -v chromium >/dev/null; then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+fi
 python -m pip install -q --upgrade pip "setuptools>=77" wheel
 python -m pip install -q torch==2.13.0   # the CPU wheel; an unpinned torch would pull CUDA packages
 python -m pip install -q -e ".[all,dev,docs,ray,serve]"   # serve: transformers serve, the tests' real OpenAI-compatible server
