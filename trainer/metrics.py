@@ -20,6 +20,11 @@ CURVES = (
 )
 
 
+def percent(rate: float) -> str:
+    """A rate as every report shows it: ``0.6875`` is ``68.8%``."""
+    return f"{rate:.1%}"
+
+
 def episode_stats(episodes: Sequence[Episode]) -> dict[str, float | None]:
     """Mean return (undiscounted sum of rewards), success rate, turns per episode, turns per won
     episode (None when none was won), the share of episodes that ended on a format error, and the
