@@ -12,9 +12,9 @@ which receive the environment objects as ``environments``.
   comes back as the tool's answer (the final one, with the episode's end, when the environment
   ends it). A text environment offers only this tool.
 * An environment with GEM tool wrappers (the ``+Tool`` ids, ``python_tool``, ``search_tool``,
-  MCP) also offers each tool as a function of its own name and schema
-  (:mod:`~gem_adapters.trl.tool_functions`); a call steps the environment with the text the GEM
-  tool reads, so the wrapper's budget, rewards and info apply as in-process. The wrappers' text
+  MCP) also offers each tool's functions (:meth:`gem_core.tools.Tool.functions`) under their own
+  names and schemas (:mod:`~gem_adapters.trl.tool_functions`); a call steps the environment with
+  the text the GEM tool reads (:meth:`~gem_core.tools.Tool.call_text`), so the wrapper's budget, rewards and info apply as in-process. The wrappers' text
   instructions are left out of the first observation: the schemas describe the tools.
 * ``reset`` plays the row's ``env_id`` (when the row has one, it must be the factory's) with its
   ``seed``; ``get_reward`` returns the episode's return, the undiscounted sum of its turns'
@@ -49,10 +49,11 @@ from typing import Any, ClassVar
 
 from gem_adapters.common.options import EpisodeOptions
 from gem_adapters.common.session import EnvSession
-from gem_adapters.trl.tool_functions import ToolFunction, as_method, tool_functions, tool_wrappers
+from gem_adapters.trl.tool_functions import as_method
 from gem_adapters.trl.versions import check_factory_trl, has_environment_reward
 from gem_core.episodes import last_turn_success
 from gem_core.errors import GemError
+from gem_core.remote.actions import action_text, tool_wrappers
 
 #: The tool that plays a turn.
 ACTION_TOOL = "act"
@@ -115,15 +116,18 @@ class GemEnvironment:
                          success=last_turn_success(outcome.info, outcome.reward))
         return outcome.observation
 
-    def _use_tool(self, action: str) -> str:
-        """A tool function's call: played when a tool wrapper takes it, else refused (the tool budget
-        is spent) without a turn."""
+    def _call_tool(self, function: str, arguments: dict[str, Any]) -> str:
+        """A tool function's call: the action text that calls it (arguments that do not fit raise a
+        :class:`~gem_core.tools.ToolArgumentError` for the model), played when a tool wrapper takes
+        it, else refused (the tool budget is spent) without a turn."""
         session = self._session
-        if session is not None and session.stop is None:
-            if not any(wrapper.find_call(action) for wrapper in tool_wrappers(session.env)):
-                from gem_core.tools.wrapper import BUDGET_SPENT
+        if session is None or session.stop is not None:
+            return self._play("")
+        action = action_text(session.env, function, arguments)
+        if not any(wrapper.find_call(action) for wrapper in tool_wrappers(session.env)):
+            from gem_core.tools.wrapper import BUDGET_SPENT
 
-                return BUDGET_SPENT
+            return BUDGET_SPENT
         return self._play(action)
 
     @property
@@ -184,7 +188,7 @@ def environment_class(env_id: str, options: EpisodeOptions, env_kwargs: Mapping[
     read its tools."""
     probe = EnvSession.start(env_id, None, options, **env_kwargs)
     try:
-        functions = tool_functions(probe.env)
+        functions = [function for wrapper in tool_wrappers(probe.env) for function in wrapper.functions()]
     finally:
         probe.close()
     namespace: dict[str, Any] = {"env_id": env_id, "options": options, "env_kwargs": dict(env_kwargs),
@@ -193,13 +197,9 @@ def environment_class(env_id: str, options: EpisodeOptions, env_kwargs: Mapping[
         if function.name in namespace or function.name == ACTION_TOOL:
             raise GemError(f"Two tools of {env_id} are called {function.name!r} (or one is called like the "
                            f"action, {ACTION_TOOL!r}); TRL calls tools by name, so each needs its own.")
-        namespace[function.name] = _tool_method(function)
+        namespace[function.name] = as_method(function, GemEnvironment._call_tool)
     bases = (GemEnvironment, EnvironmentReward) if with_reward else (GemEnvironment,)
     return type(re.sub(r"\W", "_", env_id), bases, namespace)
-
-
-def _tool_method(function: ToolFunction) -> Any:
-    return as_method(function, GemEnvironment._use_tool)
 
 
 def _run(coroutine: Coroutine[Any, Any, Any]) -> Any:

@@ -157,16 +157,6 @@ class MCPTool(Tool):
         """The names of the servers' tools, as the model calls them (connects if needed)."""
         return _background().run(self._tool_names(), self._listing_timeout())
 
-    def function_schemas(self) -> list[dict[str, Any]]:
-        """The servers' tools as function schemas (``name``, ``description``, ``parameters``: a
-        JSON schema), sorted by name, as the model calls them (connects if needed); a server that
-        cannot be reached raises :class:`ToolConfigError`."""
-        try:
-            return _background().run(self._function_schemas(), self._listing_timeout())
-        except (TimeoutError, _ServerFailure) as e:
-            raise ToolConfigError(f"Cannot list the tools of {', '.join(s.describe() for s in self.specs)}: "
-                                  f"{e}.") from None
-
     def _listing_timeout(self) -> float:
         return self.connect_timeout * len(self.specs) + 5
 
@@ -191,19 +181,18 @@ class MCPTool(Tool):
     async def _tool_names(self) -> list[str]:
         return [name for name, _, _ in await self._tools()]
 
-    async def _function_schemas(self) -> list[dict[str, Any]]:
-        return [{"name": name, "description": tool.description or "",
-                 "parameters": tool.input_schema or {"type": "object", "properties": {}}}
-                for name, _, tool in sorted(await self._tools(), key=lambda t: t[0])]
-
     async def _ainstructions(self) -> str:
         try:
-            schemas = await self._function_schemas()
+            tools = await self._tools()
         except _ServerFailure as e:
             if self._instructions is not None:
                 return self._instructions
             raise ToolConfigError(str(e)) from None
-        listing = "\n".join(json.dumps({"type": "function", "function": schema}) for schema in schemas)
+        listing = "\n".join(json.dumps({
+            "type": "function",
+            "function": {"name": name, "description": tool.description or "",
+                         "parameters": tool.input_schema or {"type": "object", "properties": {}}},
+        }) for name, _, tool in sorted(tools, key=lambda t: t[0]))
         self._instructions = (
             "You can call the tools listed below. To call one, write\n"
             "<tool_call>\n<tool_name>NAME</tool_name>\n<arguments>{\"param\": \"value\"}</arguments>\n"

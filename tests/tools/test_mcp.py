@@ -58,13 +58,6 @@ def test_instructions_list_the_servers_tools(stdio_tool):
     assert stdio_tool.tool_names() == ["add", "pid", "wait", "fail"]
 
 
-def test_function_schemas_are_the_listing_as_data(stdio_tool):
-    """What adapters show as function tools (TRL's environment_factory): the instructions' listing."""
-    listed = [json.loads(line)["function"] for line in
-              stdio_tool.instructions().split("Available tools:\n", 1)[1].splitlines()]
-    assert stdio_tool.function_schemas() == listed
-
-
 def test_calls_in_both_formats(stdio_tool):
     output = stdio_tool.execute(stdio_tool.parse("Let me add. " + call("add", a=2, b=40)))
     assert output.success and output.observation == "\n<tool_response>\n42\n</tool_response>\n"
@@ -241,5 +234,3 @@ def test_unreachable_server_at_reset_is_a_clear_error():
     with MCPTool(url=f"http://127.0.0.1:{HttpServer().port}/mcp", connect_timeout=3) as tool:
         with pytest.raises(ToolConfigError, match="cannot connect to MCP server"):
             tool.instructions()
-        with pytest.raises(ToolConfigError, match="cannot connect to MCP server"):
-            tool.function_schemas()

@@ -5,6 +5,7 @@ TRL shows the model is transformers' own ``get_json_schema`` of each tool."""
 from __future__ import annotations
 
 import inspect
+import json
 import math
 
 import pytest
@@ -13,9 +14,10 @@ from transformers.utils import get_json_schema
 import gem_core
 from gem_adapters.common.options import EpisodeOptions
 from gem_adapters.trl.environments import environment_factory, environment_return
-from gem_adapters.trl.tool_functions import _mcp_function, as_method
+from gem_adapters.trl.tool_functions import as_method
 from gem_adapters.trl.versions import has_environment_reward
 from gem_core.errors import GemError
+from gem_core.tools.base import ToolFunction
 from gem_core.wrappers.observation import as_seen
 from tests.adapters import failing
 from tests.adapters.trl.conftest import EASY
@@ -163,35 +165,31 @@ def test_a_spent_tool_budget_is_said_without_a_turn():
     assert len(env.info["turn_rewards"]) == 5 and env.info["stop"] is None
 
 
-def test_mcp_tools_keep_their_names_and_json_schemas():
-    """An MCP server's listing (as MCPTool.function_schemas gives it) becomes functions whose
-    transformers schema matches it, and whose calls are the <tool_call> text MCPTool parses."""
-    listing = {"name": "lookup", "description": "Look a word up.\nIn the dictionary.",
-               "parameters": {"type": "object", "required": ["word"], "properties": {
-                   "word": {"type": "string", "description": "The word."},
-                   "limit": {"type": "integer", "description": "How many senses."},
-                   "style": {"type": "string", "enum": ["short", "long"]},
-                   "tags": {"type": "array", "items": {"type": "string"}}}}}
-    function = _mcp_function(listing)
+def test_tool_functions_keep_their_names_and_json_schemas():
+    """A tool function (an MCP server's tool, as MCPTool.functions lists it) becomes a method whose
+    transformers schema matches its JSON schema; a call hands its name and arguments on."""
+    function = ToolFunction("lookup", "Look a word up.\nIn the dictionary.", {
+        "type": "object", "required": ["word"], "properties": {
+            "word": {"type": "string", "description": "The word."},
+            "limit": {"type": "integer", "description": "How many senses."},
+            "style": {"type": "string", "enum": ["short", "long"]},
+            "tags": {"type": "array", "items": {"type": "string"}}}})
     seen = []
-    method = as_method(function, lambda self, text: seen.append(text) or "ok")
+    method = as_method(function, lambda self, name, arguments: seen.append((name, arguments)) or "ok")
     schema = get_json_schema(method.__get__(object()))["function"]
     assert schema["name"] == "lookup" and schema["description"] == "Look a word up. In the dictionary."
     properties = schema["parameters"]["properties"]
     assert schema["parameters"]["required"] == ["word"]
     assert (properties["word"]["type"], properties["limit"]["type"]) == ("string", "integer")
     assert properties["style"]["enum"] == ["short", "long"] and properties["tags"]["items"] == {"type": "string"}
-    assert method(object(), word="gem", limit=2) == "ok"
-    from gem_core.tools.mcp_tool import _read_call
-
-    name, arguments, error = _read_call(seen[0][len("<tool_call>"):-len("</tool_call>")])
-    assert (name, arguments, error) == ("lookup", {"word": "gem", "limit": 2}, None)
+    assert method(object(), word="gem", limit=2) == "ok" and seen == [("lookup", {"word": "gem", "limit": 2})]
     for missing in ({"limit": 2}, {"word": None}):  # the required word is missing
         with pytest.raises(TypeError):
             method(object(), **missing)
 
-    odd = _mcp_function({"name": "odd", "parameters": {"properties": {"file-path": {"type": "string"}}}})
-    assert [p.name for p in odd.parameters] == ["arguments"]
-    assert odd.action({"arguments": {"file-path": "a"}}) == '<tool_call>{"name": "odd", "arguments": {"file-path": "a"}}</tool_call>'
+    odd = as_method(ToolFunction("odd", "", {"properties": {"file-path": {"type": "string"}}}),
+                    lambda self, name, arguments: json.dumps(arguments))
+    assert list(inspect.signature(odd).parameters) == ["self", "arguments"]
+    assert odd(object(), arguments={"file-path": "a"}) == '{"file-path": "a"}'
     with pytest.raises(GemError, match="reset"):
-        as_method(_mcp_function({"name": "reset", "parameters": {}}), lambda self, text: text)
+        as_method(ToolFunction("reset", "", {}), lambda self, name, arguments: "")
