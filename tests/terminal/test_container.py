@@ -32,10 +32,19 @@ REAL_TASKS = [PUBLIC / "evoeval-0", PUBLIC / "evoeval-1", PUBLIC / "evoeval-2", 
 
 
 def containers() -> set[str]:
-    """Names of every container podman knows, build containers included."""
-    out = subprocess.run(["podman", "ps", "-a", "--external", "--format", "{{.Names}}"], capture_output=True,
-                         text=True, timeout=60, check=True).stdout
-    return set(out.split())
+    """Names of every container podman knows, build containers included.
+
+    A container removed while podman lists them makes `--external` fail with "container not known";
+    the listing is then taken again.
+    """
+    for _ in range(10):
+        done = subprocess.run(["podman", "ps", "-a", "--external", "--format", "{{.Names}}"],
+                              capture_output=True, text=True, timeout=60)
+        if done.returncode == 0:
+            return set(done.stdout.split())
+        assert "container not known" in done.stderr, done.stderr
+        time.sleep(0.2)
+    raise AssertionError(f"podman could not list its containers: {done.stderr}")
 
 
 def wait_gone(name: str, seconds: float = 30.0) -> bool:
