@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Iterable
+from typing import Any
 
 
 class GemError(Exception):
@@ -64,7 +65,7 @@ class EnvArgumentError(GemError, TypeError):
     def __init__(self, env_id: str, unknown: Iterable[str], accepted: dict[str, object]):
         self.unknown = sorted(unknown)
         listing = ", ".join(
-            name if default is _NO_DEFAULT else f"{name}={default!r}"
+            name if default is NO_DEFAULT else f"{name}={default!r}"
             for name, default in accepted.items()
         )
         reasons = "".join(f" {name!r} is gem-llm's: {GEM_LLM_KEYWORDS[name]}."
@@ -97,6 +98,16 @@ class MissingDependencyError(GemError, ImportError):
             f"Install it with: pip install 'gem-adapters[{extra}]'"
         )
 
+    @classmethod
+    def require(cls, module: str, *, feature: str, extra: str) -> Any:
+        """Import the optional module ``module`` (dotted names too), or raise this error."""
+        import importlib
+
+        try:
+            return importlib.import_module(module)
+        except ImportError:
+            raise cls(feature, module.split(".")[0], extra) from None
+
 
 class SingleAgentRequiredError(GemError, TypeError):
     """A multi-agent environment was given to code that takes a single-agent ``Env`` (a wrapper,
@@ -109,7 +120,7 @@ class _NoDefault:
         return "<required>"
 
 
-_NO_DEFAULT = _NoDefault()
+NO_DEFAULT = _NoDefault()
 
 
 def closest_names(name: str, known: Iterable[str], n: int = 3) -> list[str]:

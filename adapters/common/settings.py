@@ -40,7 +40,7 @@ class RunSettings:
     def check(self) -> None:
         """Raise a :class:`GemError` naming the fix for settings no library could serve."""
         from gem_core import spec
-        from gem_core.components import ESTIMATORS
+        from gem_core.registry import ESTIMATORS
 
         if not self.env_ids:
             raise GemError("Name at least one environment (--env ENV_ID); `gem envs` lists them.")

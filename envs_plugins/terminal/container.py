@@ -38,7 +38,7 @@ from gem_core.errors import GemError
 from gem_core.sandbox.python import Limits
 
 from gem_envs.terminal.pytest_kit import cache_root
-from gem_envs.terminal.sandbox import _LOADER, LOGS_DIR, TESTS_DIR, ShellSandbox
+from gem_envs.terminal.sandbox import LOADER, LOGS_DIR, TESTS_DIR, ShellSandbox
 
 ENGINES = ("podman", "docker")
 LABEL = "gem.terminal"  # on every container GEM starts; its value names the owner, "<host>:<boot>:<pid>"
@@ -170,7 +170,7 @@ class ContainerSandbox(ShellSandbox):
                 *(arg for host, inside in binds for arg in ("-v", f"{host}:{inside}:ro")),
                 "--entrypoint", "/bin/sh", image, "-c", _START.format(dirs=" ".join(map(_quote, (workdir, TESTS_DIR,
                                                                                               LOGS_DIR))),
-                                                                    loader=_quote(_LOADER))]
+                                                                    loader=_quote(LOADER))]
         config = {"env": {"TERM": "dumb", **(env or {})}, "cwd": workdir, "inherit_env": True, "as_root": True}
         self._launch(argv, config)
 

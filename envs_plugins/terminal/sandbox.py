@@ -41,8 +41,8 @@ _BOOTSTRAP = """\
 """
 # The program line stays short (``ps`` shows it): the bootstrap and the configuration come first
 # on standard input.
-_LOADER = "import sys, json; exec(json.loads(sys.stdin.buffer.readline()))"
-_PROGRAM = ("-I", "-S", "-B", "-c", _LOADER)
+LOADER = "import sys, json; exec(json.loads(sys.stdin.buffer.readline()))"
+_PROGRAM = ("-I", "-S", "-B", "-c", LOADER)
 
 
 @dataclass(frozen=True)

@@ -385,7 +385,7 @@ SCHEMA = {
 def _route(env: Env) -> tuple[str, bool]:
     """How a session's calls run, and whether that is settled (else the first slow call sends
     them to a thread)."""
-    from gem_core.vector.base import AWAIT as VECTOR_AWAIT, THREAD as VECTOR_THREAD, declared_blocking, execution_kind
+    from gem_core.vector.execution import AWAIT as VECTOR_AWAIT, THREAD as VECTOR_THREAD, declared_blocking, execution_kind
 
     kind = execution_kind(env)
     if kind == VECTOR_AWAIT:

@@ -204,7 +204,7 @@ def _make_tool(spec: ToolSpec) -> Tool:
     else:
         raise ToolConfigError(f"Invalid tool {spec!r}: give a registered tool name, a (name, options) pair or a "
                               "Tool instance.")
-    from gem_core.components import get_tool
+    from gem_core.registry import get_tool
 
     factory = get_tool(name)
     try:

@@ -21,11 +21,3 @@ __all__ = [
     "wrap",
     "wrapper_option_names",
 ]
-
-
-def __getattr__(name: str):
-    if name == "ObservationWrapper":  # the former name of HistoryWrapper, with a DeprecationWarning
-        from gem_core.wrappers import observation
-
-        return observation.__getattr__(name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
