@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Runs every test stage.
 #
-# The core stage uses the current Python environment, which must have `pip install -e ".[all,dev,docs]"`
-# (scripts/install_test_deps.sh installs it); arguments go to its pytest. Each training library's adapter then runs its tests in
-# a virtual environment of its own, installed as the docs tell users and cached outside the
-# clone (scripts/adapter_envs.py; the first run builds it, later runs reuse it).
+# The core stage uses the current Python environment, which must have `pip install -e ".[all,dev,docs,ray]"`
+# (scripts/install_test_deps.sh installs it, at the versions of locks/core.txt); arguments go to its pytest.
+# Each training library's adapter then runs its tests in a virtual environment of its own, installed as
+# the docs tell users (at the versions of locks/<lib>.txt) and cached outside the clone
+# (scripts/adapter_envs.py; the first run builds it, later runs reuse it until its lock changes).
 # A full run also checks the packaging (scripts/check_package.sh: the built wheel ships its data).
 # ADAPTER_STAGES="verl" (or "none") selects adapter stages and skips that check; the default is all.
 set -euo pipefail
