@@ -74,9 +74,9 @@ def warm_up() -> None:
 
 def prepare(name: str, size: int, seed: int, config_json: str) -> None:
     """Build (once) the dataset whose items are about to be made."""
-    from gem_envs.rg.datasets import _build
+    from gem_envs.rg.datasets import TaskDataset
 
-    _build(name, size, seed, config_json)
+    TaskDataset(name, size, seed, json.loads(config_json))  # built once per arguments (cached)
 
 
 def item(name: str, size: int, seed: int, config_json: str, index: int, sandboxed: bool) -> dict[str, Any]:

@@ -62,8 +62,8 @@ def main(episodes: int, report_path: str) -> int:
     import gem_core
 
     extra = arguments()
-    report: dict = {"writes": writes, "errors": {}, "resets": {}, "seconds": {}}
-    for env_id in offline_ids():
+    report: dict = {"ids": offline_ids(), "writes": writes, "errors": {}, "resets": {}, "seconds": {}}
+    for env_id in report["ids"]:
         current[0] = env_id
         start = time.monotonic()
         try:

@@ -12,8 +12,6 @@ from pathlib import Path
 
 import pytest
 
-from tests.core import reset_sweep
-
 EPISODES = 6
 SWEEP = Path(__file__).with_name("reset_sweep.py")
 
@@ -62,7 +60,7 @@ def test_resetting_every_offline_environment_writes_only_temporary_folders(tmp_p
     report = json.loads(report_path.read_text())
 
     assert not report["errors"], "\n".join(f"{env_id}:\n{error}" for env_id, error in report["errors"].items())
-    assert set(report["resets"]) == set(reset_sweep.offline_ids())
+    assert set(report["resets"]) == set(report["ids"]) and "rg:codeio" in report["ids"]
     assert all(count >= EPISODES for count in report["resets"].values())
     allowed = (f"{home}{os.sep}", f"{temporary}{os.sep}", "/dev/", "/proc/")  # /proc: the sandbox's user namespaces
     outside = [w for w in report["writes"] if not w["path"].startswith(allowed) and not webshop_index(w["path"])]
