@@ -20,7 +20,7 @@ if [ "$stages" != "none" ]; then
     setsid bash -c 'for stage in "$@"; do python scripts/adapter_envs.py python "$stage" >/dev/null || true; done' \
         builds $stages >"$builds_log" 2>&1 &
     builds=$!
-    trap 'kill -- -"$builds" 2>/dev/null; rm -f "$builds_log"' EXIT
+    trap 'kill -- -"$builds" 2>/dev/null || true; rm -f "$builds_log"' EXIT
 fi
 
 echo "== core, environments, tools, local trainer =="
