@@ -8,7 +8,7 @@ without a traceback.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 
@@ -132,3 +132,17 @@ def closest_names(name: str, known: Iterable[str], n: int = 3) -> list[str]:
         needle = name.lower().split(":")[-1].split("-")[0]
         matches = [k for k in by_lower if needle and needle in k][:n]
     return [by_lower[m] for m in matches]
+
+
+def option_of(name: str, renamed: Mapping[str, str] | None = None) -> str:
+    """The command-line option of a settings field: ``--field-name``, unless ``renamed`` names it."""
+    return (renamed or {}).get(name) or "--" + name.replace("_", "-")
+
+
+def require_at_least_one(settings: object, names: Iterable[str], renamed: Mapping[str, str] | None = None) -> None:
+    """Raise a :class:`GemError` naming the option (see :func:`option_of`) of the first field of
+    ``settings`` among ``names`` whose value is below 1."""
+    for name in names:
+        value = getattr(settings, name)
+        if value < 1:
+            raise GemError(f"{option_of(name, renamed)} must be at least 1, got {value}.")

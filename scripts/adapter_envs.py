@@ -114,19 +114,34 @@ def extra_requirements(extras: tuple[str, ...]) -> object:
 
 
 def locked() -> bool:
-    """False under ``GEM_LOCK=none``: stages are built with the newest versions, not their locks."""
+    """False under ``GEM_LOCK=none``: environments are built with the newest versions, not their locks."""
     return os.environ.get("GEM_LOCK", "").strip().lower() != "none"
 
 
-def lock_text(stage: Stage) -> str | None:
-    """The content of the stage's lock, or None when it is not used (``GEM_LOCK=none``)."""
+def lock_text(lock: str) -> str | None:
+    """The content of ``lock`` (a path in the clone), or None when locks are not used."""
     if not locked():
         return None
-    path = REPO / stage.lock
+    path = REPO / lock
     if not path.is_file():
-        raise SystemExit(f"[adapter_envs] {stage.lock} is missing: make it with "
+        raise SystemExit(f"[adapter_envs] {lock} is missing: make it with "
                          f"`python scripts/locks.py refresh {path.stem}`.")
     return path.read_text()
+
+
+def lock_arguments(lock: str) -> tuple[str, ...]:
+    """pip's arguments that install at the versions of ``lock`` (none when locks are not used)."""
+    return ("-c", lock) if locked() else ()
+
+
+def check_lock(lock: str, python: Path) -> None:
+    """Fail unless ``python``'s packages are exactly those of ``lock`` (when locks are used)."""
+    if not locked():
+        return
+    name = Path(lock).stem
+    check = subprocess.run([sys.executable, str(REPO / "scripts" / "locks.py"), "verify", name, str(python)])
+    if check.returncode:
+        raise SystemExit(f"[adapter_envs] the {name} environment does not match {lock} (above)")
 
 
 def environment_key(name: str, stage: Stage) -> str:
@@ -136,7 +151,7 @@ def environment_key(name: str, stage: Stage) -> str:
         "implementation": sys.implementation.name,
         "stage": asdict(stage),
         "requirements": extra_requirements(stage.extras),
-        "lock": lock_text(stage),
+        "lock": lock_text(stage.lock),
     }
     digest = hashlib.sha256(json.dumps(recipe, sort_keys=True).encode()).hexdigest()
     return f"{name}-{digest[:16]}"
@@ -152,22 +167,19 @@ def pip(python: Path, *args: str, quiet: bool = False) -> None:
         raise SystemExit(f"[adapter_envs] failed: {' '.join(command)}")
 
 
-def build(path: Path, name: str, stage: Stage) -> None:
+def build(path: Path, stage: Stage) -> None:
     say(f"building the test environment {path} (once; a few minutes)")
     start = time.monotonic()
     subprocess.run([sys.executable, "-m", "venv", str(path)], check=True)
     python = path / "bin" / "python"
-    lock = ("-c", stage.lock) if locked() else ()
+    lock = lock_arguments(stage.lock)
     pip(python, *lock, "--upgrade", "pip", "setuptools>=77", "wheel")
     if stage.before:
         pip(python, *lock, *stage.before)
     pip(python, *lock, "-e", f".[{','.join(stage.extras)}]")
     for args in stage.after:
         pip(python, *lock, *args)
-    if locked():
-        check = subprocess.run([sys.executable, str(REPO / "scripts" / "locks.py"), "verify", name, str(python)])
-        if check.returncode:
-            raise SystemExit(f"[adapter_envs] the {name} stage does not match {stage.lock} (above)")
+    check_lock(stage.lock, python)
     (path / "complete").write_text(f"built in {time.monotonic() - start:.0f} s\n")
 
 
@@ -182,7 +194,7 @@ def environment_python(name: str) -> Path:
         if not (path / "complete").exists():
             shutil.rmtree(path, ignore_errors=True)  # a build that was cut off
             try:
-                build(path, name, stage)
+                build(path, stage)
             except BaseException:
                 shutil.rmtree(path, ignore_errors=True)
                 raise

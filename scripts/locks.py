@@ -2,7 +2,10 @@
 
 ``locks/core.txt`` pins the core test environment (``scripts/install_test_deps.sh``) and every
 install of the project with its extras from a clone (the README's first line); ``locks/<stage>.txt``
-pins an adapter's test stage (``adapters/<lib>/install.sh``, built by ``scripts/adapter_envs.py``).
+pins an adapter's test stage (``adapters/<lib>/install.sh``, built by ``scripts/adapter_envs.py``);
+``locks/openenv.txt`` pins OpenEnv's own environment (``scripts/openenv_env.py``), which the core
+stage's tests of ``gem serve`` drive (its refresh runs them with this interpreter: run it from the
+core test environment).
 A lock is ``pip freeze`` of an environment built without it (the newest versions that
 pyproject.toml and the install lines allow) after that environment passed its tests. Local version
 labels are dropped (``torch==2.13.0`` matches the CPU wheel and the CUDA one alike), so a lock
@@ -34,6 +37,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 LOCKS = REPO / "locks"
 CORE = "core"
+OPENENV = "openenv"
 #: Set to "none" to install without the locks (what ``refresh`` and ``newest`` do).
 LOCK_ENV_VAR = "GEM_LOCK"
 PROJECT = "gem-adapters"
@@ -168,6 +172,11 @@ def stage_names() -> list[str]:
     return done.stdout.split()
 
 
+def lock_names() -> list[str]:
+    """Every lock: the core's, the adapter stages', OpenEnv's environment's."""
+    return [CORE, *stage_names(), OPENENV]
+
+
 def build_and_test(name: str, work: Path, run_tests: bool) -> tuple[str, bool, float]:
     """Build environment ``name`` without its lock under ``work``; returns its python, whether its
     tests passed (True when not run) and the seconds taken."""
@@ -183,11 +192,17 @@ def build_and_test(name: str, work: Path, run_tests: bool) -> tuple[str, bool, f
         subprocess.run(["bash", "scripts/install_test_deps.sh"], cwd=REPO, env=environment, check=True)
         tests = ["bash", "scripts/test.sh"]
         environment["ADAPTER_STAGES"] = "none"
+    elif name == OPENENV:
+        environment["GEM_TEST_ENVS"] = str(work / "envs")
+        say(f"{name}: building OpenEnv's environment with the newest versions under {work / 'envs'}")
+        python = subprocess.run([sys.executable, "scripts/openenv_env.py"], cwd=REPO, env=environment, check=True,
+                                stdout=subprocess.PIPE, text=True).stdout.strip()
+        tests = [sys.executable, "-m", "pytest", "-q", "tests/serve"]
     else:
         environment["GEM_TEST_ENVS"] = str(work / "stages")
         say(f"{name}: building its stage with the newest versions under {work / 'stages'}")
         python = subprocess.run([sys.executable, "scripts/adapter_envs.py", "python", name], cwd=REPO,
-                                env=environment, check=True, capture_output=True, text=True).stdout.strip()
+                                env=environment, check=True, stdout=subprocess.PIPE, text=True).stdout.strip()
         tests_folder = subprocess.run([sys.executable, "scripts/adapter_envs.py", "tests", name], cwd=REPO,
                                       check=True, capture_output=True, text=True).stdout.strip()
         tests = [python, "-m", "pytest", "-q", tests_folder]
@@ -247,7 +262,7 @@ def main(argv: list[str]) -> int:
     for command, help in (("refresh", "build without the locks, test, write the locks that passed"),
                           ("newest", "build without the locks and test, writing nothing (the newest-versions check)")):
         sub = commands.add_parser(command, help=help)
-        sub.add_argument("names", nargs="*", help=f"'{CORE}' and adapter stages (default: all)")
+        sub.add_argument("names", nargs="*", help=f"'{CORE}', adapter stages, '{OPENENV}' (default: all)")
         sub.add_argument("--skip-tests", action="store_true", help="do not run the tests")
         sub.add_argument("--keep", action="store_true", help="keep the environments built (their folders are printed)")
     check = commands.add_parser("verify", help="check that an interpreter's packages are exactly a lock's")
@@ -256,7 +271,7 @@ def main(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     if args.command == "verify":
         return verify(args.name, args.python)
-    known = [CORE, *stage_names()]
+    known = lock_names()
     unknown = [name for name in args.names if name not in known]
     if unknown:
         parser.error(f"unknown lock {', '.join(unknown)}; the locks are: {', '.join(known)}")

@@ -60,9 +60,11 @@ class CachedDecoder:
         self.device = next(model.parameters()).device
 
     def sample(self, prompts: Sequence[Sequence[int]], *, max_new_tokens: int, temperature: float,
-               top_p: float) -> list[list[int]]:
+               top_p: float, seeds: Sequence[int] | None = None) -> list[list[int]]:
         """One response per prompt: sampled token ids, ending with a stop token unless cut off at
-        ``max_new_tokens``. ``temperature`` 0 is greedy."""
+        ``max_new_tokens``. ``temperature`` 0 is greedy. ``seeds`` (one per prompt) samples each
+        prompt from a generator of its own, so its response does not depend on the rest of the
+        batch; without them, the batch draws from torch's generator."""
         import torch
 
         ids = [np.asarray(prompt, dtype=np.int64) for prompt in prompts]
@@ -73,7 +75,10 @@ class CachedDecoder:
         with torch.inference_mode():
             self._cache_shared_prefixes([seq[:-1] for seq in ids])
             heads = self._read_prompts(ids)
-            return self._decode(ids, heads, max_new_tokens, temperature, top_p)
+            generators = None
+            if seeds is not None and temperature > 0:
+                generators = [torch.Generator(self.device).manual_seed(seed) for seed in seeds]
+            return self._decode(ids, heads, max_new_tokens, temperature, top_p, generators)
 
     # ---- phase 1 and 2: reading prompts -----------------------------------------------------
 
@@ -121,7 +126,7 @@ class CachedDecoder:
     # ---- phase 3: decoding ------------------------------------------------------------------
 
     def _decode(self, ids: list[np.ndarray], heads: list[CachedPrefix], max_new_tokens: int,
-                temperature: float, top_p: float) -> list[list[int]]:
+                temperature: float, top_p: float, generators: list[Any] | None) -> list[list[int]]:
         import torch
 
         batch = _Batch(self, heads, [seq[-1:] for seq in ids], extra_columns=max_new_tokens)
@@ -129,7 +134,7 @@ class CachedDecoder:
         rows = list(range(len(ids)))  # batch row -> prompt index
         done = [False] * len(rows)  # per batch row: finished but still in the batch
         for _ in range(max_new_tokens):
-            tokens = _pick(batch.logits, temperature, top_p)
+            tokens = _pick(batch.logits, temperature, top_p, generators)
             for row, (index, token) in enumerate(zip(rows, tokens.tolist())):
                 if done[row]:
                     continue
@@ -145,6 +150,7 @@ class CachedDecoder:
                 batch.select(keep)
                 tokens = tokens[torch.tensor(keep)]
                 rows = [rows[row] for row in keep]
+                generators = [generators[row] for row in keep] if generators else None
                 done = [False] * len(rows)
             batch.step(tokens)
         return responses
@@ -171,20 +177,23 @@ def _head(entry: CachedPrefix | None, length: int) -> CachedPrefix:
     return CachedPrefix(entry.ids[:length], entry.kv[:, :, :, :length])
 
 
-def _pick(logits: Any, temperature: float, top_p: float) -> Any:
+def _pick(logits: Any, temperature: float, top_p: float, generators: list[Any] | None = None) -> Any:
     """A token per row of ``logits``: greedy at temperature 0, else sampled from the nucleus of
-    probability ``top_p``."""
+    probability ``top_p``, each row from its own generator when ``generators`` are given."""
     import torch
 
     if temperature <= 0:
         return logits.argmax(-1)
     probs = torch.softmax(logits.float() / temperature, dim=-1)
-    if top_p >= 1.0:
+    if top_p < 1.0:
+        # draw in vocabulary order: the sorted order of near-equal probabilities moves with the
+        # batch's rounding, which would change a seeded row's draw
+        sorted_probs, order = probs.sort(dim=-1, descending=True)
+        outside = sorted_probs.cumsum(-1) - sorted_probs > top_p  # the most likely token always stays
+        probs = probs.masked_fill(torch.zeros_like(outside).scatter(-1, order, outside), 0.0)
+    if generators is None:
         return torch.multinomial(probs, 1).squeeze(-1)
-    sorted_probs, order = probs.sort(dim=-1, descending=True)
-    outside = sorted_probs.cumsum(-1) - sorted_probs > top_p  # the most likely token always stays
-    choice = torch.multinomial(sorted_probs.masked_fill(outside, 0.0), 1)
-    return order.gather(-1, choice).squeeze(-1)
+    return torch.cat([torch.multinomial(row, 1, generator=g) for row, g in zip(probs, generators)])
 
 
 class _Batch:

@@ -20,6 +20,11 @@ CURVES = (
 )
 
 
+def percent(rate: float) -> str:
+    """A rate as every report shows it: ``0.6875`` is ``68.8%``."""
+    return f"{rate:.1%}"
+
+
 def episode_success(episode: Episode) -> bool:
     """Whether an episode was won: its last turn's ``info["success"]`` when the environment
     reports one, a game's ``info["outcome"] == "win"`` (so on a ``-vs-bot`` game the success rate

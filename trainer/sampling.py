@@ -84,7 +84,10 @@ class LocalPolicy:
             self.decoder = CachedDecoder(model, self.prefix_cache, stop_ids=self.stop_ids,
                                          pad_id=self.tokenizer.pad_token_id)
 
-    def __call__(self, prompts: list[str], infos: list[dict[str, Any]] | None = None) -> list[str]:
+    def __call__(self, prompts: list[str], infos: list[dict[str, Any]] | None = None,
+                 seeds: list[int] | None = None) -> list[str]:
+        """A response per prompt; ``infos`` carry a visual task's images, ``seeds`` (one per
+        prompt) sample each prompt from a generator of its own (see :meth:`generate`)."""
         images = [list((info or {}).get("images") or []) for info in infos] if infos else [[] for _ in prompts]
         if any(images) and self.processor is None:
             from gem_core.errors import GemError
@@ -105,7 +108,8 @@ class LocalPolicy:
         chunks += [[i] for i in todo if vision[i] is not None]  # images: one prompt at a time
         for chunk in chunks:
             prompt_ids = [encoded[i] for i in chunk]
-            responses = self.generate(prompt_ids) if vision[chunk[0]] is None else self.generate(prompt_ids, vision[chunk[0]])
+            chunk_seeds = [seeds[i] for i in chunk] if seeds is not None else None
+            responses = self.generate(prompt_ids, vision[chunk[0]], seeds=chunk_seeds)
             for i, response in zip(chunk, responses):
                 text = self.tokenizer.decode(response, skip_special_tokens=True)
                 actions[i] = text
@@ -123,10 +127,12 @@ class LocalPolicy:
         inputs.pop("attention_mask", None)
         return ids, dict(inputs)
 
-    def generate(self, prompts: list[list[int]], vision: dict[str, Any] | None = None) -> list[list[int]]:
+    def generate(self, prompts: list[list[int]], vision: dict[str, Any] | None = None, *,
+                 seeds: list[int] | None = None) -> list[list[int]]:
         """Sample a response (token ids, ending with a stop token unless cut off by
         ``max_new_tokens``) for each tokenised prompt; ``vision``: the image inputs of a single
-        prompt."""
+        prompt. With ``seeds`` (one per prompt), each response depends only on its prompt and
+        seed, not on the rest of the batch or on torch's generator."""
         if not prompts:
             return []
         was_training = self.model.training
@@ -136,7 +142,9 @@ class LocalPolicy:
             if self.decoder is not None and vision is None:
                 s = self.settings
                 responses = self.decoder.sample(prompts, max_new_tokens=s.max_new_tokens,
-                                                temperature=s.temperature, top_p=s.top_p)
+                                                temperature=s.temperature, top_p=s.top_p, seeds=seeds)
+            elif seeds is not None and self.settings.temperature > 0:  # generate draws from torch's generator
+                responses = [self._seeded_generate(prompt, vision, seed) for prompt, seed in zip(prompts, seeds)]
             else:
                 responses = self._generate_with_transformers(prompts, vision)
         finally:
@@ -144,6 +152,15 @@ class LocalPolicy:
         self.generation_seconds += time.perf_counter() - started
         self.generated_tokens += sum(len(r) for r in responses)
         return responses
+
+    def _seeded_generate(self, prompt: list[int], vision: dict[str, Any] | None, seed: int) -> list[int]:
+        """One prompt through ``generate`` with torch's generator seeded for it, then put back."""
+        import torch
+
+        device = next(self.model.parameters()).device
+        with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
+            torch.manual_seed(seed)
+            return self._generate_with_transformers([prompt], vision)[0]
 
     def _generate_with_transformers(self, prompts: list[list[int]], vision: dict[str, Any] | None) -> list[list[int]]:
         """transformers' ``generate`` on the left-padded prompts (images, or models without a

@@ -64,6 +64,8 @@ class ShellSandbox:
     kind = "sandbox"  # what error messages call it
     limits: Limits
     workdir: str
+    python: str  # "3.11": the version of the sandbox's python3
+    network = False  # whether it reaches the network
     _proc: subprocess.Popen | None = None
     _closed = True
 
@@ -82,10 +84,11 @@ class ShellSandbox:
             ready = self._reply(60.0)
         except (SandboxError, ValueError):
             ready = None
-        if ready != {"ready": True}:
+        if not (isinstance(ready, dict) and ready.get("ready") is True):
             self.close()
             why = f": {ready['error']}" if isinstance(ready, dict) and "error" in ready else ""
             raise SandboxError(f"The terminal {self.kind} did not start{why}.")
+        self.python = ready["python"]  # the version of the python3 that runs the supervisor, and the tests
 
     # --- requests ---------------------------------------------------------------------------
 

@@ -87,8 +87,7 @@ def test_a_missing_lock_says_how_to_make_it(locks):
 
 def test_every_lock_of_the_repository_pins_exact_public_versions_and_no_cuda_package():
     module = locks_module()
-    names = ["core", *module.stage_names()]
-    for name in names:
+    for name in module.lock_names():
         pins, python = module.read_lock(name)
         assert python, f"locks/{name}.txt does not say which Python made it"
         assert pins and all(version and "+" not in version for version in pins.values()), name

@@ -29,7 +29,7 @@ class ScriptedPolicy(LocalPolicy):
         super().__init__(model, tokenizer, SamplingSettings(max_new_tokens=16))
         self.answer = tokenizer.encode(answer, add_special_tokens=False) + [tokenizer.eos_token_id]
 
-    def generate(self, prompts):
+    def generate(self, prompts, vision=None, *, seeds=None):
         return [list(self.answer) for _ in prompts]
 
 
