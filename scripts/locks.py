@@ -181,7 +181,7 @@ def build_and_test(name: str, work: Path, run_tests: bool) -> tuple[str, bool, f
     """Build environment ``name`` without its lock under ``work``; returns its python, whether its
     tests passed (True when not run) and the seconds taken."""
     start = time.monotonic()
-    environment = {**os.environ, LOCK_ENV_VAR: "none", "GEM_TESTS_STRICT": "1"}
+    environment = {**os.environ, LOCK_ENV_VAR: "none", "GEM_TESTS_STRICT": "1", "GEM_TEST_ENVS": str(work / "envs")}
     if name == CORE:
         venv = work / "venv"
         subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
@@ -193,14 +193,12 @@ def build_and_test(name: str, work: Path, run_tests: bool) -> tuple[str, bool, f
         tests = ["bash", "scripts/test.sh"]
         environment["ADAPTER_STAGES"] = "none"
     elif name == OPENENV:
-        environment["GEM_TEST_ENVS"] = str(work / "envs")
         say(f"{name}: building OpenEnv's environment with the newest versions under {work / 'envs'}")
         python = subprocess.run([sys.executable, "scripts/openenv_env.py"], cwd=REPO, env=environment, check=True,
                                 stdout=subprocess.PIPE, text=True).stdout.strip()
         tests = [sys.executable, "-m", "pytest", "-q", "tests/serve"]
     else:
-        environment["GEM_TEST_ENVS"] = str(work / "stages")
-        say(f"{name}: building its stage with the newest versions under {work / 'stages'}")
+        say(f"{name}: building its stage with the newest versions under {work / 'envs'}")
         python = subprocess.run([sys.executable, "scripts/adapter_envs.py", "python", name], cwd=REPO,
                                 env=environment, check=True, stdout=subprocess.PIPE, text=True).stdout.strip()
         tests_folder = subprocess.run([sys.executable, "scripts/adapter_envs.py", "tests", name], cwd=REPO,
