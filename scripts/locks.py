@@ -129,18 +129,29 @@ def write_lock(name: str, python: str, tested: str) -> Path:
 # -- verify ----------------------------------------------------------------------------------------
 
 
+def compare(name: str, python: str) -> tuple[list[tuple[str, str | None, str | None]], str | None]:
+    """Each package whose version in lock ``name`` and in ``python``'s environment differ, as
+    ``(package, locked or None, installed or None)``; and the Python the lock was made with."""
+    pins, made_with = read_lock(name)
+    installed = {key: (shown, public(version)) for key, (shown, version) in frozen(python).items()}
+    differing = [(shown, pins.get(key), version) for key, (shown, version) in sorted(installed.items())
+                 if pins.get(key) != version]
+    differing += [(key, pins[key], None) for key in sorted(set(pins) - set(installed))]
+    return differing, made_with
+
+
 def differences(name: str, python: str) -> tuple[list[str], str | None]:
     """How ``python``'s installed packages differ from lock ``name``, and the Python the lock was
     made with."""
-    pins, made_with = read_lock(name)
-    installed = frozen(python)
+    differing, made_with = compare(name, python)
     problems = []
-    for key, (shown, version) in sorted(installed.items()):
-        if key not in pins:
-            problems.append(f"{shown} {version} is installed but not pinned")
-        elif public(version) != pins[key]:
-            problems.append(f"{shown} is {version}, the lock pins {pins[key]}")
-    problems += [f"{key} {pins[key]} is pinned but not installed" for key in sorted(set(pins) - set(installed))]
+    for package, locked, installed in differing:
+        if locked is None:
+            problems.append(f"{package} {installed} is installed but not pinned")
+        elif installed is None:
+            problems.append(f"{package} {locked} is pinned but not installed")
+        else:
+            problems.append(f"{package} is {installed}, the lock pins {locked}")
     return problems, made_with
 
 
@@ -212,17 +223,12 @@ def build_and_test(name: str, work: Path, run_tests: bool) -> tuple[str, bool, f
 
 
 def changes(name: str, python: str) -> list[str]:
-    """What the newest versions change against the current lock (empty when there is none)."""
+    """What the newest versions change against the current lock."""
     if not lock_path(name).is_file():
         return [f"no locks/{name}.txt yet"]
-    pins, _ = read_lock(name)
-    installed = frozen(python)
-    changed = [f"{shown} {pins[key]} -> {public(version)}" for key, (shown, version) in sorted(installed.items())
-               if key in pins and pins[key] != public(version)]
-    changed += [f"{shown} {public(version)} (new)" for key, (shown, version) in sorted(installed.items())
-                if key not in pins]
-    changed += [f"{key} {pins[key]} (gone)" for key in sorted(set(pins) - set(installed))]
-    return changed
+    return [f"{package} {locked} -> {installed}" if locked and installed
+            else f"{package} {installed} (new)" if installed else f"{package} {locked} (gone)"
+            for package, locked, installed in compare(name, python)[0]]
 
 
 def refresh(names: list[str], *, write: bool, run_tests: bool, keep: bool) -> int:

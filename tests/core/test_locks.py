@@ -93,3 +93,12 @@ def test_every_lock_of_the_repository_pins_exact_public_versions_and_no_cuda_pac
         assert pins and all(version and "+" not in version for version in pins.values()), name
         cuda = [key for key in pins if key == "triton" or key.startswith("nvidia-") and key != "nvidia-ml-py"]
         assert "gem-adapters" not in pins and not cuda, (name, cuda)  # nvidia-ml-py: NVML's Python bindings
+
+
+def test_the_newest_versions_are_told_against_the_lock(locks, monkeypatch):
+    monkeypatch.setattr(locks, "python_tag", lambda python=None: "3.11")
+    monkeypatch.setattr(locks, "frozen", lambda python: {"numpy": ("numpy", "2.4.6"), "rich": ("rich", "14.0.0")})
+    locks.write_lock("core", "python", "the tests passed with")
+    monkeypatch.setattr(locks, "frozen", lambda python: {"numpy": ("numpy", "2.5.0"), "click": ("click", "8.3.0")})
+    assert locks.changes("core", "python") == ["click 8.3.0 (new)", "numpy 2.4.6 -> 2.5.0", "rich 14.0.0 (gone)"]
+    assert locks.changes("trl", "python") == ["no locks/trl.txt yet"]
