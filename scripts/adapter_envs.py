@@ -56,13 +56,15 @@ class Stage:
     lock: str = ""
 
 
-def documented_stage(name: str) -> Stage:
-    """The stage of adapter ``name`` from ``adapters/<name>/install.sh``, the one place that holds
-    its install lines (docs/adapters/<name>.md shows them): each is ``pip install -c
-    locks/<name>.txt ...``; the line before the project's ``-e ".[extra]"`` line is ``before``, the
-    lines after it ``after``, and the tests add the ``dev`` extra."""
-    script = REPO / "adapters" / name / "install.sh"
-    lock = f"locks/{name}.txt"
+def documented_stage(name: str, *, script: str = "install.sh", tests: str | None = None,
+                     lock: str | None = None) -> Stage:
+    """The stage of adapter ``name`` from ``adapters/<name>/<script>``, the one place that holds
+    its install lines (docs/adapters/<name>.md shows them): each is ``pip install -c LOCK ...``
+    (``lock``, default ``locks/<name>.txt``); the line before the project's ``-e ".[extra]"`` line
+    is ``before``, the lines after it ``after``, and the tests add the ``dev`` extra. ``tests`` is
+    the test folder (default ``tests/adapters/<name>``)."""
+    script = REPO / "adapters" / name / script
+    lock = lock or f"locks/{name}.txt"
     before: list[tuple[str, ...]] = []
     extras: tuple[str, ...] = ()
     after: list[tuple[str, ...]] = []
@@ -82,7 +84,7 @@ def documented_stage(name: str) -> Stage:
     if not extras or len(before) > 1:
         raise SystemExit(f"[adapter_envs] {script.relative_to(REPO)} needs one `pip install -c {lock} -e "
                          f"\".[{name}]\"` line, with at most one pip line before it")
-    return Stage(extras=extras, tests=f"tests/adapters/{name}", before=before[0] if before else (),
+    return Stage(extras=extras, tests=tests or f"tests/adapters/{name}", before=before[0] if before else (),
                  after=tuple(after), lock=lock)
 
 
@@ -94,6 +96,12 @@ STAGES: dict[str, Stage] = {
     "oat": documented_stage("oat"),
     "trl": documented_stage("trl"),
 }
+#: Stages that install an adapter by other lines than its install.sh: stage -> (adapter, script).
+VARIANTS = {
+    "trl_oldest": ("trl", "install-oldest.sh"),  # the oldest TRL with environment_factory
+}
+STAGES["trl_oldest"] = documented_stage("trl", script="install-oldest.sh", tests="tests/adapters/trl/factory",
+                                        lock="locks/trl_oldest.txt")
 
 
 def cache_root() -> Path:
