@@ -5,11 +5,11 @@ write where (run by tests/core/test_no_writes.py in a fresh interpreter).
 
 An environment is offline when its spec says so, its extras are installed and it is not a family
 (``remote:{url}``). Each is reset with seed 0, then without a seed, ``EPISODES`` times in all
-(a dataset environment shows a different problem each time). ``ARGUMENTS`` gives the few that need
-arguments to be made; ``EVERY_PROBLEM`` names those reset once per problem instead, because each
-problem runs different code. Writes are
-seen through an audit hook (:pep:`578`): every file opened for writing, every file or folder
-created, moved or removed by this process, with the environment being reset at the time.
+(a dataset environment shows a different problem each time). :func:`arguments` gives the few that
+need arguments to be made; ``EVERY_PROBLEM`` names those reset once per problem instead, because
+each problem runs different code. Writes are seen through an audit hook (:pep:`578`): every file
+opened for writing, every file or folder created, moved or removed by this process, with the
+environment being reset at the time.
 """
 
 from __future__ import annotations
