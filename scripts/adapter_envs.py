@@ -13,7 +13,13 @@ itself is reinstalled (``pip install --no-deps -e .``) on every use, since the c
 
 The cache folder is ``$GEM_TEST_ENVS``, by default ``~/.cache/gem-adapters/test-envs``.
 
-Adding a library is its ``adapters/<lib>/install.sh`` and one entry in ``STAGES``.
+Every pip line of an ``install.sh`` takes the stage's lock, ``-c locks/<lib>.txt`` (see
+``scripts/locks.py``): a stage is built at the versions its tests passed with, its key includes the
+lock's content (a new lock rebuilds it), and a build whose packages differ from the lock fails.
+``GEM_LOCK=none`` builds with the newest versions instead (what ``scripts/locks.py`` does).
+
+Adding a library is its ``adapters/<lib>/install.sh``, its lock (``python scripts/locks.py refresh
+<lib>``) and one entry in ``STAGES``.
 """
 
 from __future__ import annotations
@@ -46,14 +52,19 @@ class Stage:
     before: tuple[str, ...] = ()
     #: Further ``pip install`` argument lists, run after the extras.
     after: tuple[tuple[str, ...], ...] = field(default=())
+    #: The constraints file every step takes (the stage's lock), relative to the clone.
+    lock: str = ""
 
 
-def documented_stage(name: str, *, script: str = "install.sh", tests: str | None = None) -> Stage:
+def documented_stage(name: str, *, script: str = "install.sh", tests: str | None = None,
+                     lock: str | None = None) -> Stage:
     """The stage of adapter ``name`` from ``adapters/<name>/<script>``, the one place that holds
-    its install lines (docs/adapters/<name>.md shows them): the ``pip install`` line before the
-    project's ``-e ".[extra]"`` line is ``before``, the lines after it ``after``, and the tests add
-    the ``dev`` extra. ``tests`` is the test folder (default ``tests/adapters/<name>``)."""
+    its install lines (docs/adapters/<name>.md shows them): each is ``pip install -c LOCK ...``
+    (``lock``, default ``locks/<name>.txt``); the line before the project's ``-e ".[extra]"`` line
+    is ``before``, the lines after it ``after``, and the tests add the ``dev`` extra. ``tests`` is
+    the test folder (default ``tests/adapters/<name>``)."""
     script = REPO / "adapters" / name / script
+    lock = lock or f"locks/{name}.txt"
     before: list[tuple[str, ...]] = []
     extras: tuple[str, ...] = ()
     after: list[tuple[str, ...]] = []
@@ -61,16 +72,20 @@ def documented_stage(name: str, *, script: str = "install.sh", tests: str | None
         words = shlex.split(line, comments=True)
         if words[:2] != ["pip", "install"]:
             continue
-        project = re.fullmatch(r"\.\[([\w,-]+)\]", words[3]) if words[2:3] == ["-e"] and len(words) == 4 else None
+        if words[2:4] != ["-c", lock]:
+            raise SystemExit(f"[adapter_envs] every pip line of {script.relative_to(REPO)} takes the stage's lock: "
+                             f"`pip install -c {lock} ...`; this one does not: {line.strip()!r}")
+        args = words[4:]
+        project = re.fullmatch(r"\.\[([\w,-]+)\]", args[1]) if args[:1] == ["-e"] and len(args) == 2 else None
         if project:
             extras = (*project.group(1).split(","), "dev")
         else:
-            (after if extras else before).append(tuple(words[2:]))
+            (after if extras else before).append(tuple(args))
     if not extras or len(before) > 1:
-        raise SystemExit(f"[adapter_envs] {script.relative_to(REPO)} needs one `pip install -e \".[{name}]\"` "
-                         "line, with at most one pip line before it")
+        raise SystemExit(f"[adapter_envs] {script.relative_to(REPO)} needs one `pip install -c {lock} -e "
+                         f"\".[{name}]\"` line, with at most one pip line before it")
     return Stage(extras=extras, tests=tests or f"tests/adapters/{name}", before=before[0] if before else (),
-                 after=tuple(after))
+                 after=tuple(after), lock=lock)
 
 
 STAGES: dict[str, Stage] = {
@@ -85,7 +100,8 @@ STAGES: dict[str, Stage] = {
 VARIANTS = {
     "trl_oldest": ("trl", "install-oldest.sh"),  # the oldest TRL with environment_factory
 }
-STAGES["trl_oldest"] = documented_stage("trl", script="install-oldest.sh", tests="tests/adapters/trl/factory")
+STAGES["trl_oldest"] = documented_stage("trl", script="install-oldest.sh", tests="tests/adapters/trl/factory",
+                                        lock="locks/trl_oldest.txt")
 
 
 def cache_root() -> Path:
@@ -105,6 +121,37 @@ def extra_requirements(extras: tuple[str, ...]) -> object:
     return {extra: declared.get(extra) for extra in extras}
 
 
+def locked() -> bool:
+    """False under ``GEM_LOCK=none``: environments are built with the newest versions, not their locks."""
+    return os.environ.get("GEM_LOCK", "").strip().lower() != "none"
+
+
+def lock_text(lock: str) -> str | None:
+    """The content of ``lock`` (a path in the clone), or None when locks are not used."""
+    if not locked():
+        return None
+    path = REPO / lock
+    if not path.is_file():
+        raise SystemExit(f"[adapter_envs] {lock} is missing: make it with "
+                         f"`python scripts/locks.py refresh {path.stem}`.")
+    return path.read_text()
+
+
+def lock_arguments(lock: str) -> tuple[str, ...]:
+    """pip's arguments that install at the versions of ``lock`` (none when locks are not used)."""
+    return ("-c", lock) if locked() else ()
+
+
+def check_lock(lock: str, python: Path) -> None:
+    """Fail unless ``python``'s packages are exactly those of ``lock`` (when locks are used)."""
+    if not locked():
+        return
+    name = Path(lock).stem
+    check = subprocess.run([sys.executable, str(REPO / "scripts" / "locks.py"), "verify", name, str(python)])
+    if check.returncode:
+        raise SystemExit(f"[adapter_envs] the {name} environment does not match {lock} (above)")
+
+
 def environment_key(name: str, stage: Stage) -> str:
     recipe = {
         "format": FORMAT,
@@ -112,6 +159,7 @@ def environment_key(name: str, stage: Stage) -> str:
         "implementation": sys.implementation.name,
         "stage": asdict(stage),
         "requirements": extra_requirements(stage.extras),
+        "lock": lock_text(stage.lock),
     }
     digest = hashlib.sha256(json.dumps(recipe, sort_keys=True).encode()).hexdigest()
     return f"{name}-{digest[:16]}"
@@ -132,12 +180,14 @@ def build(path: Path, stage: Stage) -> None:
     start = time.monotonic()
     subprocess.run([sys.executable, "-m", "venv", str(path)], check=True)
     python = path / "bin" / "python"
-    pip(python, "--upgrade", "pip", "setuptools>=77", "wheel")
+    lock = lock_arguments(stage.lock)
+    pip(python, *lock, "--upgrade", "pip", "setuptools>=77", "wheel")
     if stage.before:
-        pip(python, *stage.before)
-    pip(python, "-e", f".[{','.join(stage.extras)}]")
+        pip(python, *lock, *stage.before)
+    pip(python, *lock, "-e", f".[{','.join(stage.extras)}]")
     for args in stage.after:
-        pip(python, *args)
+        pip(python, *lock, *args)
+    check_lock(stage.lock, python)
     (path / "complete").write_text(f"built in {time.monotonic() - start:.0f} s\n")
 
 

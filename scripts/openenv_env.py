@@ -11,7 +11,9 @@ resolve, as a user who serves GEM environments to OpenEnv would install them.
     python scripts/openenv_env.py --find   # print its python if it is made (exit 1 if not); no network
 
 It is cached like the adapter stages' environments (scripts/adapter_envs.py), under
-``$GEM_TEST_ENVS`` (by default ``~/.cache/gem-adapters/test-envs``), keyed by what goes into it.
+``$GEM_TEST_ENVS`` (by default ``~/.cache/gem-adapters/test-envs``), keyed by what goes into it,
+and installed like them at the versions of its lock, ``locks/openenv.txt`` (``GEM_LOCK=none``: the
+newest; ``python scripts/locks.py refresh openenv`` remakes the lock).
 """
 
 from __future__ import annotations
@@ -25,16 +27,17 @@ import sys
 import time
 from pathlib import Path
 
-from adapter_envs import cache_root, extra_requirements, pip, prune, say
+from adapter_envs import cache_root, check_lock, extra_requirements, lock_arguments, lock_text, pip, prune, say
 
 NAME = "openenv"
 OPENENV = "openenv==0.10.0"
 FORMAT = 1  # bump to rebuild
+LOCK = "locks/openenv.txt"
 
 
 def environment_path() -> Path:
     recipe = {"format": FORMAT, "python": list(sys.version_info[:2]), "openenv": OPENENV,
-              "requirements": extra_requirements(("openenv",))}
+              "requirements": extra_requirements(("openenv",)), "lock": lock_text(LOCK)}
     digest = hashlib.sha256(json.dumps(recipe, sort_keys=True).encode()).hexdigest()
     return cache_root() / f"{NAME}-{digest[:16]}"
 
@@ -44,8 +47,9 @@ def build(path: Path) -> None:
     start = time.monotonic()
     subprocess.run([sys.executable, "-m", "venv", str(path)], check=True)
     python = path / "bin" / "python"
-    pip(python, "--upgrade", "pip", "setuptools>=77", "wheel")
-    pip(python, OPENENV, "-e", ".[openenv]")
+    pip(python, *lock_arguments(LOCK), "--upgrade", "pip", "setuptools>=77", "wheel")
+    pip(python, *lock_arguments(LOCK), OPENENV, "-e", ".[openenv]")
+    check_lock(LOCK, python)
     (path / "complete").write_text(f"built in {time.monotonic() - start:.0f} s\n")
 
 

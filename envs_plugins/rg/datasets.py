@@ -121,7 +121,18 @@ def mix_specs(mix: Mapping[str, Any]) -> list[dict[str, Any]]:
 @functools.lru_cache(maxsize=1024)
 def _item(name: str, size: int, seed: int, config_json: str, index: int) -> dict[str, Any]:
     """Item ``index`` of a dataset, made once: some generators take a second per problem, and the
-    episodes of a group (and the instances of a vector environment) reset to the same problems."""
+    episodes of a group (and the instances of a vector environment) reset to the same problems.
+    Generators that run the dataset's programs run in a sandboxed worker (see
+    :mod:`gem_envs.rg.generation`)."""
+    from gem_envs.rg import generation
+
+    if generation.runs_programs(name, json.loads(config_json)):
+        return generation.sandboxed_item(name, size, seed, config_json, index)
+    return generate_item(name, size, seed, config_json, index)
+
+
+def generate_item(name: str, size: int, seed: int, config_json: str, index: int) -> dict[str, Any]:
+    """Item ``index`` of a dataset, made in this process."""
     with _seeded_global_random(f"{name}/{seed}/{index}"):
         return _build(name, size, seed, config_json)[index]
 
