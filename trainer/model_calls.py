@@ -1,6 +1,6 @@
 """How this package calls a transformers causal language model, whichever version is installed:
-the keyword that passes a key/value cache, whether ``logits_to_keep`` is taken, and a cache that
-shows what it holds."""
+the keyword that passes a key/value cache, whether ``logits_to_keep`` is taken, a cache that
+shows what it holds, and a cache that writes into a buffer of fixed shape."""
 
 from __future__ import annotations
 
@@ -57,3 +57,33 @@ def _recording_cache_class() -> type:
             return keys, values
 
     return RecordingCache
+
+
+def buffer_cache(kv: Any, columns: Any) -> Any:
+    """A transformers cache over ``kv`` (layers x 2 x rows x kv_heads x positions x head_dim): each
+    layer writes the keys and values of the tokens read at the positions ``columns`` (a long
+    tensor on the buffer's device) and attends to the whole buffer, so the caller's attention mask
+    says which positions count. Nothing is allocated or read back: a forward pass through it can
+    be captured as a CUDA graph."""
+    return _buffer_cache_class()(kv, columns)
+
+
+@functools.cache
+def _buffer_cache_class() -> type:
+    from transformers import DynamicCache
+
+    class BufferCache(DynamicCache):
+        def __init__(self, kv: Any, columns: Any) -> None:
+            super().__init__()
+            self.buffer, self.columns = kv, columns
+
+        def update(self, key_states: Any, value_states: Any, layer_idx: int, *args: Any, **kwargs: Any) -> Any:
+            keys, values = self.buffer[layer_idx, 0], self.buffer[layer_idx, 1]
+            keys.index_copy_(2, self.columns, key_states.to(keys.dtype))
+            values.index_copy_(2, self.columns, value_states.to(values.dtype))
+            return keys, values
+
+        def get_seq_length(self, layer_idx: int = 0) -> int:
+            return self.buffer.shape[-2]
+
+    return BufferCache

@@ -8,7 +8,8 @@ model produced rather than a re-tokenisation of their text.
 Text prompts are sampled by :class:`~gem_trainer.decoding.CachedDecoder`, which keeps
 the keys and values of what the model has read: the next turn of an episode reads only its new
 observation, and a prefix many prompts share is read once. The cache is emptied whenever the
-weights change (:meth:`LocalPolicy.set_model`).
+weights change (:meth:`LocalPolicy.set_model`). On CUDA the decoder keeps the sampled tokens on
+the GPU and replays each decoding step as a captured CUDA graph.
 
 A vision-language model gets a prompt's images (``info["images"]``, one per image placeholder
 the chat template rendered) through its processor; such prompts are generated one at a time with
@@ -67,6 +68,8 @@ class LocalPolicy:
         self.record = record  # keep sampled token ids for training (see take_sampled)
         self.stop_ids = _stop_token_ids(model, tokenizer)
         self.prefix_cache = PrefixCache(settings.cached_tokens)
+        self.model: Any = None
+        self.decoder: Any = None
         self.set_model(model)
         self._sampled: dict[tuple[str, str], list[Sampled]] = defaultdict(list)
         self.generated_tokens = 0
@@ -74,11 +77,15 @@ class LocalPolicy:
 
     def set_model(self, model: Any) -> None:
         """Sample from ``model`` from now on (call it whenever the weights change: the keys and
-        values cached for the old weights are dropped)."""
+        values cached for the old weights are dropped). The same model object with its weights
+        changed in place keeps its decoder, whose captured CUDA graphs read the weights where
+        they are."""
         from gem_trainer.decoding import CachedDecoder, supports_cached_decoding
 
-        self.model = model
         self.prefix_cache.clear()
+        if model is self.model and self.decoder is not None:
+            return
+        self.model = model
         self.decoder = None
         if self.processor is None and supports_cached_decoding(model):
             self.decoder = CachedDecoder(model, self.prefix_cache, stop_ids=self.stop_ids,
