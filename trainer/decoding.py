@@ -448,24 +448,27 @@ class _DeviceSteps:
 
     def start(self, rows: int) -> None:
         """Sample the first token of each of the batch's first ``rows`` rows (the rest are done)."""
-        import torch
 
         first = pick(self.batch.logits, self.temperature, self.top_p)
         self.last.copy_(first)
         self.sampled[:, 0] = first
         self.count.fill_(1)
-        self.done.copy_(torch.isin(first, self.batch.decoder.stops))
+        self.done.copy_(self._stopped(first))
         self.done[rows:] = True
 
     def _step(self) -> None:
-        import torch
 
         logits = self.batch.forward_next(self.last)
         tokens = pick(logits, self.temperature, self.top_p)
         self.sampled.index_copy_(1, self.count, tokens[:, None])
-        self.done |= torch.isin(tokens, self.batch.decoder.stops)
+        self.done |= self._stopped(tokens)
         self.last.copy_(tokens)
         self.count += 1
+
+    def _stopped(self, tokens: Any) -> Any:
+        """Which rows' ``tokens`` are stop tokens (compared one by one: ``torch.isin`` sorts and
+        deduplicates larger inputs, reading their sizes back, which a CUDA graph cannot hold)."""
+        return (tokens[:, None] == self.batch.decoder.stops[None, :]).any(-1)
 
     def all_done(self) -> bool:
         """Whether every row has sampled a stop token (reads one flag back)."""
