@@ -45,7 +45,7 @@ from typing import Any
 
 import numpy as np
 
-from gem_trainer.model_calls import buffer_cache, cache_options
+from gem_trainer.model_calls import buffer_cache, cache_options, explicit_mask, takes_explicit_mask
 from gem_trainer.prefix_cache import CachedPrefix, PrefixCache, common_prefix_length
 
 #: Padded new tokens read per forward pass in phase 2.
@@ -58,23 +58,12 @@ CHECK_EVERY = 8
 COLUMN_BUCKET = 256
 #: Captured batch shapes kept (each holds its key/value buffer); the least recently used go first.
 MAX_CAPTURED = 4
-#: Attention implementations the batch's explicit attention mask is written for.
-MASKED_ATTENTION = ("sdpa", "eager")
 
 
 def supports_cached_decoding(model: Any) -> bool:
     """Whether ``model`` is a decoder-only model whose every layer keeps a full key/value cache,
     computed with an attention that takes an explicit mask (``sdpa`` or ``eager``)."""
-    config = model.config
-    config = getattr(config, "text_config", None) or config
-    if getattr(config, "is_encoder_decoder", False):
-        return False
-    layer_types = getattr(config, "layer_types", None)
-    if layer_types and any(kind != "full_attention" for kind in layer_types):
-        return False
-    if getattr(config, "sliding_window", None) and getattr(config, "use_sliding_window", True):
-        return False
-    return getattr(config, "_attn_implementation", None) in MASKED_ATTENTION
+    return takes_explicit_mask(model)
 
 
 class CachedDecoder:
@@ -101,8 +90,6 @@ class CachedDecoder:
         if self.cuda_graphs and not (on_cuda and self.device_loop):
             raise ValueError("CUDA graphs capture the device loop of a model on a CUDA device.")
         self.stops = torch.tensor(sorted(stop_ids) or [-1], dtype=torch.long, device=self.device)
-        config = getattr(model.config, "text_config", None) or model.config
-        self.additive_mask = getattr(config, "_attn_implementation", None) == "eager"
         self._captured: OrderedDict[tuple[Any, ...], tuple[_Batch, _DeviceSteps]] = OrderedDict()
 
     def sample(self, prompts: Sequence[Sequence[int]], *, max_new_tokens: int, temperature: float,
@@ -393,13 +380,9 @@ class _Batch:
 
     def forward(self, input_ids: Any, positions: Any, columns: Any, mask: Any) -> Any:
         """Logits of the last token of each row, writing keys and values at ``columns``."""
-        import torch
 
         model = self.decoder.model
-        if self.decoder.additive_mask:  # eager attention adds its mask to the scores
-            mask = torch.zeros(mask.shape, dtype=self.kv.dtype, device=mask.device).masked_fill_(
-                ~mask, torch.finfo(self.kv.dtype).min)
-        out = model(input_ids=input_ids, attention_mask=mask, position_ids=positions,
+        out = model(input_ids=input_ids, attention_mask=explicit_mask(model, mask, self.kv.dtype), position_ids=positions,
                     **cache_options(model, buffer_cache(self.kv, columns), logits_to_keep=1))
         return out.logits[:, -1, :]
 

@@ -1,6 +1,7 @@
 """How this package calls a transformers causal language model, whichever version is installed:
 the keyword that passes a key/value cache, whether ``logits_to_keep`` is taken, a cache that
-shows what it holds, and a cache that writes into a buffer of fixed shape."""
+shows what it holds, a cache that writes into a buffer of fixed shape, and attention masks of our
+own making (which positions each token reads), for the models that take them."""
 
 from __future__ import annotations
 
@@ -21,6 +22,38 @@ def _parameters(forward: Any) -> frozenset[str]:
         return frozenset(inspect.signature(forward).parameters)
     except (TypeError, ValueError):
         return frozenset()
+
+
+#: Attention implementations that take an attention mask of our own making.
+MASKED_ATTENTION = ("sdpa", "eager")
+
+
+def takes_explicit_mask(model: Any) -> bool:
+    """Whether every layer of ``model`` attends to the full context, through an attention that
+    takes a mask of our own making (:func:`explicit_mask`): a decoder-only model without
+    sliding-window or recurrent layers, using ``sdpa`` or ``eager`` attention."""
+    config = model.config
+    config = getattr(config, "text_config", None) or config
+    if getattr(config, "is_encoder_decoder", False):
+        return False
+    layer_types = getattr(config, "layer_types", None)
+    if layer_types and any(kind != "full_attention" for kind in layer_types):
+        return False
+    if getattr(config, "sliding_window", None) and getattr(config, "use_sliding_window", True):
+        return False
+    return getattr(config, "_attn_implementation", None) in MASKED_ATTENTION
+
+
+def explicit_mask(model: Any, allowed: Any, dtype: Any) -> Any:
+    """The attention mask ``model`` takes for ``allowed`` (bool, batch x 1 x queries x keys: which
+    keys each query reads): as it is for ``sdpa``; added to the scores for ``eager``, so 0 where
+    allowed and the lowest ``dtype`` value elsewhere."""
+    import torch
+
+    config = getattr(model.config, "text_config", None) or model.config
+    if getattr(config, "_attn_implementation", None) != "eager":
+        return allowed
+    return torch.zeros(allowed.shape, dtype=dtype, device=allowed.device).masked_fill_(~allowed, torch.finfo(dtype).min)
 
 
 def cache_options(model: Any, cache: Any, *, logits_to_keep: int | None = None) -> dict[str, Any]:
