@@ -96,19 +96,33 @@ class CachedDecoder:
                top_p: float) -> list[list[int]]:
         """One response per prompt: sampled token ids, ending with a stop token unless cut off at
         ``max_new_tokens``. ``temperature`` 0 is greedy."""
-        import torch
+        responses: list[list[int]] = [[] for _ in prompts]
+        for indices, sampled in self.stream(prompts, max_new_tokens=max_new_tokens, temperature=temperature,
+                                            top_p=top_p):
+            for index, response in zip(indices, sampled):
+                responses[index] = response
+        return responses
 
+    def stream(self, prompts: Sequence[Sequence[int]], *, max_new_tokens: int, temperature: float,
+               top_p: float) -> Iterator[tuple[list[int], list[list[int]]]]:
+        """:meth:`sample`, handing responses over as ``(prompt indices, responses)`` as they are
+        ready: the device loop hands over the rows that have finished at each look while the
+        device decodes the others; the host loop hands over every row at the end."""
         ids = [np.asarray(prompt, dtype=np.int64) for prompt in prompts]
         if not ids:
-            return []
+            return iter(())
         if any(len(seq) == 0 for seq in ids):
             raise ValueError("Every prompt needs at least one token to continue from.")
-        with torch.inference_mode():
-            self._cache_shared_prefixes([seq[:-1] for seq in ids])
-            heads = self._read_prompts(ids)
-            if self.device_loop:
-                return self._decode_on_device(ids, heads, max_new_tokens, temperature, top_p)
-            return self._decode_on_host(ids, heads, max_new_tokens, temperature, top_p)
+        return _in_inference_mode(self._stream(ids, max_new_tokens, temperature, top_p))
+
+    def _stream(self, ids: list[np.ndarray], max_new_tokens: int, temperature: float,
+                top_p: float) -> Iterator[tuple[list[int], list[list[int]]]]:
+        self._cache_shared_prefixes([seq[:-1] for seq in ids])
+        heads = self._read_prompts(ids)
+        if self.device_loop:
+            yield from self._decode_on_device(ids, heads, max_new_tokens, temperature, top_p)
+        else:
+            yield list(range(len(ids))), self._decode_on_host(ids, heads, max_new_tokens, temperature, top_p)
 
     # ---- phase 1 and 2: reading prompts -----------------------------------------------------
 
@@ -186,9 +200,11 @@ class CachedDecoder:
         return responses
 
     def _decode_on_device(self, ids: list[np.ndarray], heads: list[CachedPrefix], max_new_tokens: int,
-                          temperature: float, top_p: float) -> list[list[int]]:
-        """Decode with every row in the batch and the tokens on the device, looking every
-        :data:`CHECK_EVERY` steps whether all rows have finished; read the tokens back once."""
+                          temperature: float, top_p: float) -> Iterator[tuple[list[int], list[list[int]]]]:
+        """Decode with every row in the batch and the tokens on the device. Every
+        :data:`CHECK_EVERY` steps the host reads which rows have finished, with their tokens, and
+        hands those over after queueing the next steps, so that its work on them (and its
+        caller's) overlaps the device's."""
         new = [seq[-1:] for seq in ids]
         if self.cuda_graphs:
             batch, steps = self._captured_batch(heads, max_new_tokens, temperature, top_p)
@@ -197,18 +213,25 @@ class CachedDecoder:
             batch = self._batch(heads, new, extra_columns=max_new_tokens)
             steps = _DeviceSteps(batch, max_new_tokens, temperature, top_p, capture=False)
         steps.start(len(ids))
-        taken = 1
-        while taken < max_new_tokens:
-            if taken % CHECK_EVERY == 0 and steps.all_done():
-                break
-            steps.run()
-            taken += 1
-        responses = []
-        for index, row in enumerate(steps.tokens(len(ids), taken)):
-            cut = next((k + 1 for k, token in enumerate(row) if token in self.stop_ids), len(row))
-            responses.append(row[:cut])
-            self._keep(ids[index], row[:cut], batch.row_kv(index, cut - 1))
-        return responses
+        taken, open_rows, finished = 1, set(range(len(ids))), []
+        while open_rows:
+            for _ in range(min(CHECK_EVERY - taken % CHECK_EVERY, max_new_tokens - taken)):
+                steps.run()  # queued: the device runs it while the host goes on
+                taken += 1
+            if finished:
+                yield self._hand_over(ids, batch, finished)
+            last = taken == max_new_tokens
+            finished = steps.finished(open_rows, taken, self.stop_ids, last)
+            open_rows -= {row for row, _ in finished}
+        if finished:
+            yield self._hand_over(ids, batch, finished)
+
+    def _hand_over(self, ids: list[np.ndarray], batch: _Batch,
+                   finished: list[tuple[int, list[int]]]) -> tuple[list[int], list[list[int]]]:
+        """Finished rows' prompt indices and responses, each prompt and response cached."""
+        for row, response in finished:
+            self._keep(ids[row], response, batch.row_kv(row, len(response) - 1))
+        return [row for row, _ in finished], [response for _, response in finished]
 
     def _captured_batch(self, heads: list[CachedPrefix], max_new_tokens: int, temperature: float,
                         top_p: float) -> tuple[_Batch, _DeviceSteps]:
@@ -243,6 +266,21 @@ class CachedDecoder:
     def _keep(self, prompt: np.ndarray, response: list[int], kv: Any) -> None:
         """Cache a prompt with its response but the last token (the one the model has not read)."""
         self.cache.add(CachedPrefix(np.concatenate([prompt, response[:-1]]).astype(np.int64), kv))
+
+
+def _in_inference_mode(steps: Iterator[Any]) -> Iterator[Any]:
+    """``steps`` run in torch's inference mode, which stays off for the caller between items."""
+    import torch
+
+    while True:
+        with torch.inference_mode():
+            item = next(steps, _END)
+        if item is _END:
+            return
+        yield item
+
+
+_END = object()
 
 
 def _by_length(items: list[tuple[int, CachedPrefix, np.ndarray]], budget: int,
@@ -326,7 +364,8 @@ class _Batch:
         self.valid = torch.zeros(rows, columns, dtype=torch.bool, device=device)
         self.column = torch.zeros(1, dtype=torch.long, device=device)
         self.positions = torch.zeros(rows, dtype=torch.long, device=device)
-        self.spans: list[np.ndarray] = []  # per loaded row: its columns before decoding
+        self.starts: list[tuple[int, int]] = []  # per loaded row: where its cached head and its new tokens start
+        self.cached = 0  # the column where the new tokens' region starts (every head ends there)
         self.first_decoded = 0  # the column of the first decoded token
         self.logits: Any = None
 
@@ -345,18 +384,17 @@ class _Batch:
         positions = torch.zeros(self.rows, width, dtype=torch.long)
         valid = torch.zeros(self.valid.shape, dtype=torch.bool)
         valid[len(heads):, 0] = True  # rows past the batch's own
-        self.spans = []
+        self.starts = []
         for row, (head, tokens) in enumerate(zip(heads, new)):
             if len(head):
                 self.kv[:, :, row, :, cached - len(head):cached] = head.kv
-            span = np.concatenate([np.arange(cached - len(head), cached),
-                                   np.arange(cached + width - len(tokens), cached + width)])
-            self.spans.append(span)
-            valid[row, span] = True
+            self.starts.append((cached - len(head), cached + width - len(tokens)))
+            valid[row, cached - len(head):cached] = True
+            valid[row, cached + width - len(tokens):cached + width] = True
             input_ids[row, width - len(tokens):] = torch.from_numpy(np.asarray(tokens, dtype=np.int64))
             positions[row, width - len(tokens):] = torch.arange(len(head), len(head) + len(tokens))
         self.valid.copy_(valid)
-        self.first_decoded = cached + width
+        self.cached, self.first_decoded = cached, cached + width
         self.column.fill_(cached + width)
         self.positions.copy_(positions[:, -1] + 1)
         reading = torch.arange(cached, cached + width, device=device)
@@ -394,15 +432,17 @@ class _Batch:
         self.kv = self.kv.index_select(2, index)
         self.valid = self.valid.index_select(0, index)
         self.positions = self.positions.index_select(0, index)
-        self.spans = [self.spans[row] for row in rows]
+        self.starts = [self.starts[row] for row in rows]
 
     def row_kv(self, row: int, decoded: int) -> Any:
         """One row's keys and values without padding, its first ``decoded`` decoded tokens
-        included: layers x 2 x kv_heads x tokens x head_dim."""
+        included: layers x 2 x kv_heads x tokens x head_dim. Two slices of the buffer: no index
+        goes to the device, so nothing waits for the steps queued there."""
         import torch
 
-        columns = np.concatenate([self.spans[row], np.arange(self.first_decoded, self.first_decoded + decoded)])
-        return self.kv[:, :, row].index_select(3, torch.from_numpy(columns).to(self.kv.device))
+        head, new = self.starts[row]
+        kv = self.kv[:, :, row]
+        return torch.cat([kv[:, :, :, head:self.cached], kv[:, :, :, new:self.first_decoded + decoded]], dim=3)
 
 
 class _DeviceSteps:
@@ -453,10 +493,17 @@ class _DeviceSteps:
         deduplicates larger inputs, reading their sizes back, which a CUDA graph cannot hold)."""
         return (tokens[:, None] == self.batch.decoder.stops[None, :]).any(-1)
 
-    def all_done(self) -> bool:
-        """Whether every row has sampled a stop token (reads one flag back)."""
-        return bool(self.done.all())
-
-    def tokens(self, rows: int, taken: int) -> list[list[int]]:
-        """The first ``taken`` sampled tokens of the first ``rows`` rows, read back once."""
-        return self.sampled[:rows, :taken].tolist()
+    def finished(self, rows: set[int], taken: int, stop_ids: set[int], last: bool) -> list[tuple[int, list[int]]]:
+        """Those of ``rows`` that have sampled a stop token (all of them when ``last``), each with
+        its tokens up to the first stop. Reads the flags back, then, when some finished, the
+        tokens: the device finishes the steps queued before first."""
+        if last:
+            done = sorted(rows)
+        else:
+            flags = self.done.tolist()
+            done = [row for row in sorted(rows) if flags[row]]
+        if not done:
+            return []
+        tokens = self.sampled[:, :taken].tolist()
+        return [(row, tokens[row][:next((k + 1 for k, token in enumerate(tokens[row]) if token in stop_ids), taken)])
+                for row in done]

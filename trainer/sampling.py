@@ -23,6 +23,7 @@ from __future__ import annotations
 import time
 from collections import defaultdict
 from dataclasses import dataclass
+from collections.abc import Iterator
 from typing import Any, NamedTuple
 
 
@@ -92,6 +93,17 @@ class LocalPolicy:
                                          pad_id=self.tokenizer.pad_token_id)
 
     def __call__(self, prompts: list[str], infos: list[dict[str, Any]] | None = None) -> list[str]:
+        actions = [""] * len(prompts)
+        for positions, texts in self.stream(prompts, infos):
+            for position, text in zip(positions, texts):
+                actions[position] = text
+        return actions
+
+    def stream(self, prompts: list[str], infos: list[dict[str, Any]] | None = None,
+               ) -> Iterator[tuple[list[int], list[str]]]:
+        """The responses :meth:`__call__` returns, handed over as ``(positions, texts)`` as they
+        are sampled: on a GPU the rows that finish early come first, and ``collect_episodes``
+        steps their environments while the GPU samples the rest."""
         images = [list((info or {}).get("images") or []) for info in infos] if infos else [[] for _ in prompts]
         if any(images) and self.processor is None:
             from gem_core.errors import GemError
@@ -104,21 +116,23 @@ class LocalPolicy:
             ids, inputs = self.encode(prompt, shown)
             encoded.append(ids)
             vision.append(inputs)
-        actions = [""] * len(prompts)
         todo = [i for i, ids in enumerate(encoded) if len(ids) <= self.settings.max_prompt_tokens]
+        if len(todo) < len(prompts):  # over-long: an empty answer, nothing sampled
+            over = sorted(set(range(len(prompts))) - set(todo))
+            yield over, [""] * len(over)
         size = max(1, self.settings.batch_size)
         plain = [i for i in todo if vision[i] is None]
         chunks = [plain[start:start + size] for start in range(0, len(plain), size)]
         chunks += [[i] for i in todo if vision[i] is not None]  # images: one prompt at a time
         for chunk in chunks:
-            prompt_ids = [encoded[i] for i in chunk]
-            responses = self.generate(prompt_ids) if vision[chunk[0]] is None else self.generate(prompt_ids, vision[chunk[0]])
-            for i, response in zip(chunk, responses):
-                text = self.tokenizer.decode(response, skip_special_tokens=True)
-                actions[i] = text
-                if self.record:
-                    self._sampled[(prompts[i], text)].append(Sampled(encoded[i], response, vision[i]))
-        return actions
+            for rows, responses in self.generate_stream([encoded[i] for i in chunk], vision[chunk[0]]):
+                texts = []
+                for row, response in zip(rows, responses):
+                    i = chunk[row]
+                    texts.append(self.tokenizer.decode(response, skip_special_tokens=True))
+                    if self.record:
+                        self._sampled[(prompts[i], texts[-1])].append(Sampled(encoded[i], response, vision[i]))
+                yield [chunk[row] for row in rows], texts
 
     def encode(self, prompt: str, images: list[Any]) -> tuple[list[int], dict[str, Any] | None]:
         """A prompt's token ids, and with images the processor's image inputs (the placeholders
@@ -134,27 +148,43 @@ class LocalPolicy:
         """Sample a response (token ids, ending with a stop token unless cut off by
         ``max_new_tokens``) for each tokenised prompt; ``vision``: the image inputs of a single
         prompt."""
+        responses: list[list[int]] = [[] for _ in prompts]
+        for rows, sampled in self.generate_stream(prompts, vision):
+            for row, response in zip(rows, sampled):
+                responses[row] = response
+        return responses
+
+    def generate_stream(self, prompts: list[list[int]], vision: dict[str, Any] | None = None,
+                        ) -> Iterator[tuple[list[int], list[list[int]]]]:
+        """:meth:`generate`, handing the responses over as ``(rows, responses)`` parts as they
+        are ready; counts the time spent sampling (not the caller's between parts) and the tokens
+        sampled."""
         if not prompts:
-            return []
+            return
         was_training = self.model.training
         self.model.eval()
-        started = time.perf_counter()
         try:
             if self.decoder is not None and vision is None:
                 s = self.settings
-                responses = self.decoder.sample(prompts, max_new_tokens=s.max_new_tokens,
-                                                temperature=s.temperature, top_p=s.top_p)
+                parts = self.decoder.stream(prompts, max_new_tokens=s.max_new_tokens, temperature=s.temperature,
+                                            top_p=s.top_p)
             else:
-                responses = self._generate_with_transformers(prompts, vision)
+                parts = self._generate_with_transformers(prompts, vision)
+            while True:
+                started = time.perf_counter()
+                part = next(parts, None)
+                self.generation_seconds += time.perf_counter() - started
+                if part is None:
+                    return
+                self.generated_tokens += sum(len(r) for r in part[1])
+                yield part
         finally:
             self.model.train(was_training)
-        self.generation_seconds += time.perf_counter() - started
-        self.generated_tokens += sum(len(r) for r in responses)
-        return responses
 
-    def _generate_with_transformers(self, prompts: list[list[int]], vision: dict[str, Any] | None) -> list[list[int]]:
+    def _generate_with_transformers(self, prompts: list[list[int]], vision: dict[str, Any] | None,
+                                    ) -> Iterator[tuple[list[int], list[list[int]]]]:
         """transformers' ``generate`` on the left-padded prompts (images, or models without a
-        full key/value cache)."""
+        full key/value cache), handed over all at once."""
         import torch
 
         pad = self.tokenizer.pad_token_id
@@ -184,7 +214,7 @@ class LocalPolicy:
                 if token in self.stop_ids:
                     break
             responses.append(response)
-        return responses
+        yield list(range(len(prompts))), responses
 
     def take_sampled(self, prompt: str, action: str) -> Sampled | None:
         """The token ids (and image inputs) behind a (prompt, action) pair this policy produced,

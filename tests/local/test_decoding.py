@@ -274,3 +274,18 @@ def test_a_captured_shape_is_rounded_up_captured_once_and_refilled(model_and_tok
     assert graphed.sample(three, max_new_tokens=9, temperature=0, top_p=1.0) == \
         host.sample(three, max_new_tokens=9, temperature=0, top_p=1.0)
     assert len(captured) == 3
+
+
+def test_the_device_loop_hands_rows_over_as_they_finish(model_and_tokenizer, monkeypatch):
+    model, tokenizer = model_and_tokenizer
+    monkeypatch.setattr(decoding, "CHECK_EVERY", 2)
+    prompts = [chat(tokenizer, f"Question number {k}" + " and more" * k) for k in range(8)]
+    greedy = [reference(model, tokenizer, p, 9) for p in prompts]
+    stops = {greedy[0][1], greedy[1][4]}  # rows finishing after 2 and 5 tokens (and others where these come)
+    expected = [r[:next((i + 1 for i, t in enumerate(r) if t in stops), len(r))] for r in greedy]
+    decoder = CachedDecoder(model, PrefixCache(100_000), stop_ids=stops, pad_id=tokenizer.pad_token_id, device_loop=True)
+    parts = list(decoder.stream(prompts, max_new_tokens=9, temperature=0, top_p=1.0))
+    assert len(parts) > 1 and 0 in parts[0][0]  # row 0 finished at the first look, before the others
+    assert sorted(i for indices, _ in parts for i in indices) == list(range(8))
+    assert {i: r for indices, responses in parts for i, r in zip(indices, responses)} == dict(enumerate(expected))
+    assert not torch.is_inference_mode_enabled()  # only while the decoder works
