@@ -25,11 +25,12 @@ turn, temperature 1) with ``--model`` (default the built-in SmolLM2-135M-Instruc
   batching (``use_transformers_continuous_batching``): seconds per step and sampled tokens per
   second of its generation. Skipped without ``trl`` (the ``trl`` extra).
 
-The last stdout line holds the metrics, named ``{part}_{sampler}_{episodes}_tokens_per_s`` and
+The parts run in that order, each for every number of episodes in the order given. The last
+stdout line holds the metrics, named ``{part}_{sampler}_{episodes}_tokens_per_s`` and
 ``{part}_{sampler}_{episodes}_step_s``, plus ``bare_buffer_vs_generate_{episodes}`` (the ratio of
-the two). ``results.json`` (every figure and every step, with the machine; rewritten after each
-measurement, so a run cut short keeps what it measured) and ``gpu_rollout.png`` go to ``--out``
-(default ``bench/results/gpu-rollout``).
+the two). ``results.json`` (every figure and every step, with the machine) and the chart
+``gpu_rollout.png`` go to ``--out`` (default ``bench/results/gpu-rollout``), both rewritten after
+each measurement, so a run cut short keeps what it measured.
 """
 
 from __future__ import annotations
@@ -54,8 +55,8 @@ ENV_ID = "game:GuessTheNumber-v0-easy"
 MAX_NEW_TOKENS = 16
 TIMED_CALLS = 3
 TRL_GENERATIONS = 4  # episodes per start in the TRL runs, as `gem trl config --n 4`
-CONTINUOUS_BATCHING_ON_CPU = ("transformers' continuous batching is made for GPUs: on a 2-core CPU, generate_batch "
-                              "took 61 s for 8 prompts of a 2-layer model")
+CONTINUOUS_BATCHING_ON_CPU = ("made for GPUs: on a 2-core CPU, transformers' generate_batch took 61 s for 8 prompts "
+                              "of a 2-layer model")
 
 
 def parse_args() -> Any:
@@ -91,10 +92,11 @@ def main() -> None:
     }
     metrics = Metrics()
     samplers = ["generate", "dynamic_cache", "buffer"] + (["buffer_no_graphs"] if cuda else [])
-    for count in episodes:
-        if "bare" in args.parts:
-            if not cuda:
-                results["skipped"]["bare generate_batch"] = CONTINUOUS_BATCHING_ON_CPU
+    if not cuda:
+        results["skipped"]["generate_batch and TRL's continuous batching"] = CONTINUOUS_BATCHING_ON_CPU
+    # most telling first, and saved as it goes: a run cut short keeps what it measured
+    if "bare" in args.parts:
+        for count in episodes:
             for sampler in samplers + (["generate_batch"] if cuda else []):
                 figure = bare(args.model, sampler, count)
                 results["bare"].append(figure)
@@ -102,20 +104,18 @@ def main() -> None:
                 save(results, args.out)
             rates = {f["sampler"]: f["tokens_per_s"] for f in results["bare"] if f["episodes"] == count}
             metrics.add(f"bare_buffer_vs_generate_{count}", rates["buffer"] / rates["generate"], "x")
-        if "train" in args.parts:
+    if "train" in args.parts:
+        for count in episodes:
             for sampler in samplers:
                 figure = train(args.model, sampler, count, steps)
                 results["train"].append(figure)
                 metrics.add(f"train_{sampler}_{count}_tokens_per_s", figure["tokens_per_s"], "tokens/s")
                 metrics.add(f"train_{sampler}_{count}_step_s", figure["step_s"], "s", "lower")
                 save(results, args.out)
-        if "trl" in args.parts:
-            missing = trl_missing()
-            if missing:
-                results["skipped"]["trl"] = missing
-                continue
-            if not cuda:
-                results["skipped"]["trl continuous_batching"] = CONTINUOUS_BATCHING_ON_CPU
+    if "trl" in args.parts and trl_missing():
+        results["skipped"]["trl"] = trl_missing()
+    elif "trl" in args.parts:
+        for count in episodes:
             for generation in ("generate", "continuous_batching") if cuda else ("generate",):
                 figure = trl(args.model, generation, count, steps, cuda)
                 results["trl"].append(figure)
@@ -123,7 +123,6 @@ def main() -> None:
                 metrics.add(f"trl_{generation}_{count}_step_s", figure["step_s"], "s", "lower")
                 save(results, args.out)
     save(results, args.out)
-    plot(results, args.out / "gpu_rollout.png")
     for line in table(results):
         print(line, file=sys.stderr)
     if not metrics:
@@ -395,8 +394,9 @@ def machine() -> dict[str, Any]:
 
 
 def save(results: dict[str, Any], out: Path) -> None:
-    """Write what was measured so far, and free what the measurement held."""
+    """Write what was measured so far (JSON and chart), and free what the measurement held."""
     (out / "results.json").write_text(json.dumps(results, indent=1))
+    plot(results, out / "gpu_rollout.png")
     release()
 
 

@@ -21,4 +21,4 @@ def test_gpu_rollout_times_the_trl_adapter(smollm2_dir, tmp_path):
     (figure,) = json.loads((tmp_path / "results.json").read_text())["trl"]
     (step,) = figure["steps"]
     assert step["tokens"] >= 4 and step["sampling_s"] < step["seconds"]  # every episode sampled a turn
-    assert "continuous_batching" in " ".join(json.loads((tmp_path / "results.json").read_text())["skipped"])
+    assert "continuous batching" in " ".join(json.loads((tmp_path / "results.json").read_text())["skipped"])
