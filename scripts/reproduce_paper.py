@@ -1,14 +1,14 @@
 """Reproduce claims of the GEM paper at small scale with the built-in trainer and TRL.
 
 1. ReBN beats vanilla REINFORCE: success rate over training steps, same model, seeds and
-   settings, only the estimator differs. The ``cpu`` preset plays it where the paper's argument
-   applies, on sparse 0/1 rewards (game:GuessTheNumber-v0-easy-sparse: 1 for finding the number,
+   settings, only the estimator differs. The ``cpu`` and ``gpu`` presets play it where the paper's
+   argument applies, on sparse 0/1 rewards (game:GuessTheNumber-v0-easy-sparse: 1 for finding the number,
    0 otherwise, no format penalty), where REINFORCE gets no negative signal and ReBN both signs
    (``sparse_rebn_vs_reinforce``); ``rebn_vs_reinforce`` is the same on the easy game, whose
    format errors cost -0.1.
 2. A discount below 1 makes agents finish sooner: turns per episode with gamma 0.9 versus 0.999,
    ReBN both times, on GuessTheNumber (``gamma``; ``gpu`` preset: game:GuessTheNumber-v0, 1-20
-   in up to 20 turns, as in the paper). The ``cpu`` preset measures turns per *won* episode on
+   in up to 20 turns, as in the paper). The ``cpu`` and ``gpu`` presets measure turns per *won* episode on
    game:GuessTheNumber-v0-long-sparse (1-20, 10 turns, 0/1 reward), where extra turns cost
    nothing but the discount (``sparse_gamma``).
 3. ReBN induces tool use: the share of episodes that call the Python tool, ReBN versus
@@ -38,7 +38,7 @@ playing then, and judges each experiment at the last step all its runs reached.
     python scripts/reproduce_paper.py --preset frameworks --seeds 0 1 2   # gem train vs TRL (CPU)
 
 The ``vision`` preset trains a vision-language model (a local folder saved with its processor)
-with ReBN on a generated visual task (vision:Geometry-v0), at the ``gpu`` preset's size.
+with ReBN on a generated visual task (vision:Geometry-v0), 40 steps of 64 episodes.
 
 For each claim it prints, per arm and judged metric, the metric over the last steps of each
 seed, their mean and spread, and whether the arms separate beyond the noise across seeds (every

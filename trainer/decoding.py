@@ -418,7 +418,6 @@ class _Batch:
 
     def forward(self, input_ids: Any, positions: Any, columns: Any, mask: Any) -> Any:
         """Logits of the last token of each row, writing keys and values at ``columns``."""
-
         model = self.decoder.model
         out = model(input_ids=input_ids, attention_mask=explicit_mask(model, mask, self.kv.dtype), position_ids=positions,
                     **cache_options(model, buffer_cache(self.kv, columns), logits_to_keep=1))
@@ -471,7 +470,6 @@ class _DeviceSteps:
 
     def start(self, rows: int) -> None:
         """Sample the first token of each of the batch's first ``rows`` rows (the rest are done)."""
-
         first = pick(self.batch.logits, self.temperature, self.top_p)
         self.last.copy_(first)
         self.sampled[:, 0] = first
@@ -480,7 +478,6 @@ class _DeviceSteps:
         self.done[rows:] = True
 
     def _step(self) -> None:
-
         logits = self.batch.forward_next(self.last)
         tokens = pick(logits, self.temperature, self.top_p)
         self.sampled.index_copy_(1, self.count, tokens[:, None])
