@@ -6,7 +6,7 @@ with an ``infos`` keyword gets each observation's info too (e.g. the images of a
 ``info["images"]``). A policy with a ``stream(observations, infos)`` method may hand its actions
 over as they are ready, as ``(positions, actions)`` pairs (positions into ``observations``, each
 once): :func:`collect_episodes` steps those slots at once, while the policy works on the others
-(a model sampling on a GPU, say), and then the episodes are what they would have been.
+(a model sampling on a GPU, say); the episodes are the ones the plain call gives.
 
 Exactly ``num_episodes`` episodes are started and each is collected when it ends, so no episode
 is cut off or dropped (which would bias a batch towards short episodes): slots whose episode
@@ -144,11 +144,13 @@ def _act_streaming(vec_env: Any, policy: Any, observations: list[str], infos: li
     comes; returns the actions and the slots' step results, in the order of ``slots``."""
     import numpy as np
 
-    actions: list[str | None] = [None] * len(slots)
+    actions: list[Any] = [None] * len(slots)
     rows: list[Any] = [None] * len(slots)
     for positions, chunk in policy.stream(observations, infos=infos):
         positions = list(positions)
         chunk = _checked_actions(chunk, len(positions))
+        if not positions:
+            continue
         if len(set(positions)) < len(positions) or any(
                 not isinstance(p, int) or not 0 <= p < len(slots) or actions[p] is not None for p in positions):
             raise GemError(f"The policy's stream handed over positions {positions}; give each of the "
@@ -163,7 +165,7 @@ def _act_streaming(vec_env: Any, policy: Any, observations: list[str], infos: li
                        "hand over one action per observation.")
     observations_, rewards, terminated, truncated, infos_ = zip(*rows)
     return list(actions), (list(observations_), np.array(rewards, dtype=np.float64), np.array(terminated, dtype=np.bool_),
-                           np.array(truncated, dtype=np.bool_), list(infos_))  # type: ignore[return-value]
+                           np.array(truncated, dtype=np.bool_), list(infos_))
 
 
 @dataclass(frozen=True)

@@ -36,7 +36,7 @@ def _train_options(f: Any) -> Any:
         click.option("--group-size", type=int, help=f"Episodes per start state, for group estimators such as grpo (default {_DEFAULT.group_size})."),
         click.option("--lr", type=float, help=f"Learning rate of AdamW (default {LORA_LR:g} with LoRA, {FULL_LR:g} without)."),
         click.option("--micro-batch-tokens", type=int,
-                     help=f"Padded tokens per forward/backward pass; gradients accumulate over micro-batches (default {CPU_MICRO_BATCH_TOKENS} on a CPU, sized from free memory on a GPU)."),
+                     help=f"Tokens per forward/backward pass, episodes packed into rows; gradients accumulate over micro-batches (default {CPU_MICRO_BATCH_TOKENS} on a CPU, sized from free memory on a GPU)."),
         click.option("--max-new-tokens", type=int, help=f"Longest response per turn, in tokens (default {_DEFAULT.max_new_tokens})."),
         click.option("--max-prompt-tokens", type=int,
                      help=f"Longest prompt; a longer one ends its episode with an empty answer (default {_DEFAULT.max_prompt_tokens})."),
