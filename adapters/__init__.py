@@ -1,3 +1,2 @@
 """GEM adapters for training libraries: one subpackage per library, each installed with its extra,
-e.g. ``pip install gem-adapters[verl]``. The built-in single-machine trainer is :mod:`gem_trainer`
-(``gem_adapters.local`` is its former name)."""
+e.g. ``pip install gem-adapters[verl]``. The built-in single-machine trainer is :mod:`gem_trainer`."""

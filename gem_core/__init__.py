@@ -20,12 +20,21 @@ from gem_core.errors import (
     UnknownNameError,
 )
 from gem_core.hookspecs import hookimpl
-from gem_core.registry import EnvSpec, get_command, get_estimator, get_tool, get_wrapper, list_envs, make, register, spec
+from gem_core.registry import (
+    get_command,
+    get_estimator,
+    get_tool,
+    get_wrapper,
+    is_multiagent,
+    list_envs,
+    make,
+    register,
+    spec,
+)
+from gem_core.spec import EnvSpec
 from gem_core import plugins as _plugins  # noqa: E402,F401,I001 - installs plugin discovery (gem_core.registry)
 
-get_adapter = get_command  # the former name of get_command
-
-__version__ = "0.1.0"
+__version__ = "0.2.0"  # the release CHANGELOG.md describes first
 
 # Imported on first use, so that `import gem_core` stays light (the vector package needs numpy).
 _LAZY = {
@@ -37,7 +46,6 @@ _LAZY = {
     "acollect_episodes": "gem_core.rollout",
     "wrap": "gem_core.wrappers",
     "HistoryWrapper": "gem_core.wrappers",
-    "ObservationWrapper": "gem_core.wrappers",  # the former name of HistoryWrapper (deprecated)
     "EpisodeTrackingWrapper": "gem_core.wrappers",
     "MultiAgentEnv": "gem_core.multiagent",
     "AgentSelector": "gem_core.multiagent",
@@ -77,7 +85,6 @@ __all__ = [
     "InvalidRegistrationError",
     "MissingDependencyError",
     "MultiAgentEnv",
-    "ObservationWrapper",
     "PluginError",
     "ResultWrapper",
     "SyncVectorEnv",
@@ -89,12 +96,12 @@ __all__ = [
     "check_env",
     "check_multiagent_env",
     "collect_episodes",
-    "get_adapter",
     "get_command",
     "get_estimator",
     "get_tool",
     "get_wrapper",
     "hookimpl",
+    "is_multiagent",
     "list_envs",
     "make",
     "make_vec",

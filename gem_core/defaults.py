@@ -22,6 +22,13 @@ def gem_register_wrappers(register):
     register("episode_tracking", "gem_core.wrappers.episode_tracking:EpisodeTrackingWrapper",
              description="Turn count and cumulative reward of the episode in info.")
 
+    rubrics = "gem_core.rubrics.wrapper"
+    register("rubric", f"{rubrics}:RubricWrapper",
+             description="Rewards from a rubric: weighted functions of each turn or episode (option: rubric).")
+    register("judge", f"{rubrics}:judge",
+             description="An LLM judge scores each episode (or turn) against a written rubric "
+                         "(options: rubric, model, base_url, scope, weight, fallback, ...).")
+
     seats = "gem_core.wrappers.seats"
     register("self_play", f"{seats}:self_play",
              description="One policy plays every seat of a multi-agent environment, in turn.")

@@ -81,6 +81,26 @@ class Episode:
             raise GemError(f"Not an episode record: {e}") from e
 
 
+def episode_success(episode: Episode) -> bool:
+    """Whether an episode was won: its last turn's ``info["success"]`` when the environment
+    reports one, a game's ``info["outcome"] == "win"`` (so on a ``-vs-bot`` game the success rate
+    is the win rate against the bot), otherwise whether its last reward is positive."""
+    if not episode.turns:
+        return False
+    last = episode.turns[-1]
+    return last_turn_success(last.info, last.reward)
+
+
+def last_turn_success(info: dict[str, Any], reward: float) -> bool:
+    """:func:`episode_success` from the last turn's ``info`` and reward, for code that plays an
+    episode turn by turn (the training libraries' adapters)."""
+    if "outcome" in info:
+        return info["outcome"] == "win"
+    if "success" in info:
+        return bool(info["success"])
+    return reward > 0
+
+
 def save_episodes(episodes: Iterable[Episode], path: str | os.PathLike[str], *, append: bool = False) -> int:
     """Write episodes as JSON lines; returns how many were written. Info values that JSON cannot
     hold are written as their ``repr``."""

@@ -8,7 +8,8 @@ without a traceback.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 
 class GemError(Exception):
@@ -64,7 +65,7 @@ class EnvArgumentError(GemError, TypeError):
     def __init__(self, env_id: str, unknown: Iterable[str], accepted: dict[str, object]):
         self.unknown = sorted(unknown)
         listing = ", ".join(
-            name if default is _NO_DEFAULT else f"{name}={default!r}"
+            name if default is NO_DEFAULT else f"{name}={default!r}"
             for name, default in accepted.items()
         )
         reasons = "".join(f" {name!r} is gem-llm's: {GEM_LLM_KEYWORDS[name]}."
@@ -97,6 +98,16 @@ class MissingDependencyError(GemError, ImportError):
             f"Install it with: pip install 'gem-adapters[{extra}]'"
         )
 
+    @classmethod
+    def require(cls, module: str, *, feature: str, extra: str) -> Any:
+        """Import the optional module ``module`` (dotted names too), or raise this error."""
+        import importlib
+
+        try:
+            return importlib.import_module(module)
+        except ImportError:
+            raise cls(feature, module.split(".")[0], extra) from None
+
 
 class SingleAgentRequiredError(GemError, TypeError):
     """A multi-agent environment was given to code that takes a single-agent ``Env`` (a wrapper,
@@ -109,7 +120,7 @@ class _NoDefault:
         return "<required>"
 
 
-_NO_DEFAULT = _NoDefault()
+NO_DEFAULT = _NoDefault()
 
 
 def closest_names(name: str, known: Iterable[str], n: int = 3) -> list[str]:
@@ -121,3 +132,17 @@ def closest_names(name: str, known: Iterable[str], n: int = 3) -> list[str]:
         needle = name.lower().split(":")[-1].split("-")[0]
         matches = [k for k in by_lower if needle and needle in k][:n]
     return [by_lower[m] for m in matches]
+
+
+def option_of(name: str, renamed: Mapping[str, str] | None = None) -> str:
+    """The command-line option of a settings field: ``--field-name``, unless ``renamed`` names it."""
+    return (renamed or {}).get(name) or "--" + name.replace("_", "-")
+
+
+def require_at_least_one(settings: object, names: Iterable[str], renamed: Mapping[str, str] | None = None) -> None:
+    """Raise a :class:`GemError` naming the option (see :func:`option_of`) of the first field of
+    ``settings`` among ``names`` whose value is below 1."""
+    for name in names:
+        value = getattr(settings, name)
+        if value < 1:
+            raise GemError(f"{option_of(name, renamed)} must be at least 1, got {value}.")

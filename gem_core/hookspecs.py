@@ -42,8 +42,3 @@ def gem_register_commands(register):
     """Register ``gem`` subcommands (a trainer adapter's ``gem <name>``):
     ``register(name, "module:click_command", description=...)``."""
 
-
-@hookspec(warn_on_impl=DeprecationWarning(
-    "the gem_register_adapters hook is deprecated: implement gem_register_commands (same register call)"))
-def gem_register_adapters(register):
-    """Deprecated name of :func:`gem_register_commands`, which it registers into."""

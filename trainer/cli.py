@@ -1,4 +1,4 @@
-"""The ``gem train`` and ``gem eval`` commands.
+"""The ``gem train``, ``gem eval`` (with ``gem eval compare``) and ``gem view`` commands.
 
 This module imports only click and the settings (no torch or transformers) at load time; the rest loads
 when a command runs. The help quotes the defaults from the settings themselves.
@@ -14,6 +14,7 @@ import click
 from gem_core.errors import GemError
 
 from gem_trainer.config import FULL_LR, LORA_LR, TrainConfig
+from gem_trainer.evaluate import DEFAULTS as _EVAL  # the help of gem eval quotes them
 from gem_trainer.memory import CPU_MICRO_BATCH_TOKENS
 
 # flag name -> config key, for flags whose name differs from the key
@@ -46,7 +47,9 @@ def _train_options(f: Any) -> Any:
                      help="Train LoRA adapters (default) or every weight (--no-lora)."),
         click.option("--lora-rank", type=int, help=f"LoRA rank (default {_DEFAULT.lora_rank})."),
         click.option("--lora-alpha", type=float, help=f"LoRA scale alpha (default {_DEFAULT.lora_alpha:g})."),
-        click.option("--wrappers", metavar="CHAIN", help=f"Observation wrapper chain (default {_DEFAULT.wrappers})."),
+        click.option("--wrappers", metavar="CHAIN",
+                     help=f"Wrapper chain, innermost first (default {_DEFAULT.wrappers}; judge,concat_chat adds an "
+                          "LLM judge's score to the reward, its options in $GEM_JUDGE)."),
         click.option("--chat-template", type=click.Path(dir_okay=False),
                      help="Jinja chat template file, for tokenizers without one."),
         click.option("--device", help="auto (default), cpu, cuda or cuda:N."),
@@ -98,7 +101,7 @@ def train(config_file: str | None, resume: str | None, progress: bool, **flags: 
 
     out = console()
     result = Trainer(config, resume=Path(resume) if resume else None, progress=progress, console=out).run()
-    _print_summary(out, result)
+    _print_summary(out, result, config)
 
 
 def train_config(config_file: str | None, resume: str | None, flags: dict[str, Any]) -> Any:
@@ -123,8 +126,11 @@ def train_config(config_file: str | None, resume: str | None, flags: dict[str, A
     return build_config(values)
 
 
-def _print_summary(out: Any, result: Any) -> None:
+def _print_summary(out: Any, result: Any, config: Any) -> None:
+    from rich.markup import escape
     from rich.table import Table
+
+    from gem_trainer.metrics import percent
 
     records = result.records
     if records:
@@ -133,12 +139,42 @@ def _print_summary(out: Any, result: Any) -> None:
         for name in columns:
             table.add_column(name.replace("_", " "), justify="right")
         for row in records[:1] + records[1:][-1:]:
-            table.add_row(*(f"{row[c]:.3g}" if isinstance(row[c], float) else str(row[c]) for c in columns))
+            table.add_row(*(percent(row[c]) if c == "success_rate" else f"{row[c]:.3g}" if isinstance(row[c], float)
+                            else str(row[c]) for c in columns))
         out.print(table)
     out.print(f"Metrics:        {result.metrics_path}")
     out.print(f"Learning curve: {result.plot_path}")
     if result.checkpoint is not None:
-        out.print(f"Checkpoint:     {result.checkpoint / 'model'}  (score it with `gem eval --model ...`)")
+        out.print(f"Checkpoint:     {result.checkpoint / 'model'}")
+        out.print("What it learned: the checkpoint, then the model it started from, played as training played "
+                  "them, and the difference:")
+        for command in learned_commands(result.output_dir, result.checkpoint / "model", config):
+            out.print("  " + escape(command), soft_wrap=True)
+
+
+def learned_commands(run_dir: Path, checkpoint: Path, config: Any, episodes: int = 64) -> list[str]:
+    """The commands that score a run's checkpoint and its starting model alike (the checkpoint
+    brings its training settings; the starting model is given them as flags), then compare them."""
+    import shlex
+
+    from gem_core.errors import option_of
+    from gem_trainer.checkpoint import ACTING_SETTINGS
+
+    trained, base = run_dir / "eval", run_dir / "eval-start"
+    flags = []
+    for key in ACTING_SETTINGS:
+        value = getattr(config, key)
+        if value == _EVAL[key]:
+            continue
+        if key == "envs":
+            flags += [part for env_id in value for part in ("--env", env_id)]
+        else:
+            flags += [option_of(key), str(value)]
+    return [shlex.join(["gem", "eval", "--model", str(checkpoint), "--episodes", str(episodes),
+                        "--output-dir", str(trained)]),
+            shlex.join(["gem", "eval", "--model", config.model, *flags, "--episodes", str(episodes),
+                        "--output-dir", str(base)]),
+            shlex.join(["gem", "eval", "compare", str(base), str(trained)])]
 
 
 def _env_kwargs(pairs: tuple[str, ...]) -> dict[str, Any]:
@@ -157,53 +193,127 @@ def _env_kwargs(pairs: tuple[str, ...]) -> dict[str, Any]:
     return kwargs
 
 
-@click.command(name="eval")
+def _default(key: str, trained: bool = False) -> str:
+    """How the help of gem eval states a default: a `gem train` checkpoint brings its own for some."""
+    value = ", ".join(_EVAL[key]) if key == "envs" else f"{_EVAL[key]:g}" if isinstance(_EVAL[key], float) else _EVAL[key]
+    return f"(default: a `gem train` checkpoint's, else {value})" if trained else f"(default {value})"
+
+
+@click.group(name="eval", invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--env", "envs", multiple=True, metavar="ENV_ID",
-              help=f"Environment id; repeat for several (default {', '.join(_DEFAULT.envs)}).")
-@click.option("--episodes", type=int, default=16, show_default=True, help="Episodes per environment.")
+              help=f"Environment id; repeat for several {_default('envs', trained=True)}.")
+@click.option("--episodes", type=int, help=f"Starts (seeds) per environment {_default('episodes')}.")
+@click.option("--samples", type=int,
+              help=f"Episodes per start; the report gives pass@1..K and best-of-K return {_default('samples')}.")
 @click.option("--model", metavar="PATH|NAME",
-              help="A local model folder (or 'smollm2'); with --base-url, the model name the endpoint serves.")
+              help="A local model folder (or 'smollm2', the default); with --base-url, the model name the endpoint serves.")
 @click.option("--base-url", metavar="URL",
               help="An OpenAI-compatible endpoint (e.g. http://localhost:8000/v1); the API key comes from the environment.")
-@click.option("--api-key-env", default="OPENAI_API_KEY", show_default=True,
-              help="Environment variable holding the endpoint's API key.")
-@click.option("--concurrency", type=int, default=8, show_default=True,
-              help="Episodes played at once (requests in flight, or the local sampling batch).")
-@click.option("--max-new-tokens", type=int, default=256, show_default=True, help="Longest response per turn.")
-@click.option("--temperature", type=float, default=0.0, show_default=True, help="Sampling temperature; 0 is greedy.")
-@click.option("--top-p", type=float, default=1.0, show_default=True, help="Nucleus sampling threshold.")
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the first episode; episode k uses seed+k.")
-@click.option("--wrappers", default="concat_chat", show_default=True, help="Observation wrapper chain.")
+@click.option("--api-key-env", help=f"Environment variable holding the endpoint's API key {_default('api_key_env')}.")
+@click.option("--concurrency", type=int,
+              help=f"Episodes played at once: requests in flight, or the local sampling batch {_default('concurrency')}.")
+@click.option("--max-new-tokens", type=int,
+              help=f"Longest response per turn {_default('max_new_tokens', trained=True)}.")
+@click.option("--temperature", type=float,
+              help=f"Sampling temperature; 0 is greedy {_default('temperature', trained=True)}.")
+@click.option("--top-p", type=float, help=f"Nucleus sampling threshold {_default('top_p', trained=True)}.")
+@click.option("--seed", type=int, help=f"Seed of the first start; start k uses seed+k {_default('seed')}.")
+@click.option("--wrappers",
+              help="Wrapper chain, innermost first (judge,concat_chat adds an LLM judge's score to the reward, its "
+                   f"options in $GEM_JUDGE) {_default('wrappers', trained=True)}.")
 @click.option("--chat-template", type=click.Path(dir_okay=False), help="Jinja chat template file (local models).")
-@click.option("--device", default="auto", show_default=True, help="auto, cpu, cuda or cuda:N (local models).")
+@click.option("--device", help=f"auto, cpu, cuda or cuda:N, for local models {_default('device')}.")
 @click.option("--output-dir", type=click.Path(file_okay=False),
-              help="Folder for report.json, episodes.jsonl and report.png (default gem-runs/eval-<time>).")
+              help="Folder for settings.json, episodes.jsonl, report.json and report.png (default gem-runs/eval-<time>).")
+@click.option("--resume", type=click.Path(file_okay=False), metavar="DIR",
+              help="Continue the evaluation in DIR, killed or interrupted, with its settings: finished episodes are kept.")
+@click.option("--trajectories", is_flag=True, default=None,
+              help="Also write each episode as a Harbor trajectory (ATIF): trajectories/<env>-NNNN.json.")
 @click.option("--progress/--no-progress", default=True,
               help="Show progress: a bar on a terminal, plain lines otherwise (default on).")
-@click.option("--timeout", type=float, default=120.0, show_default=True,
-              help="Seconds to wait for each endpoint request before retrying, then stopping with an error.")
+@click.option("--timeout", type=float,
+              help=f"Seconds to wait for each endpoint request before retrying, then stopping with an error {_default('timeout')}.")
 @click.option("--env-arg", "env_args", multiple=True, metavar="KEY=VALUE",
               help="A keyword for the environments, the value read as YAML; repeat for several "
                    "(e.g. --env-arg path=tasks/ --env-arg backend=podman).")
 @_ray_options()[0]
 @_ray_options()[1]
-def eval_command(envs: tuple[str, ...], model: str | None, base_url: str | None, env_args: tuple[str, ...],
-                 **options: Any) -> None:
-    """Score a policy on GEM environments over N episodes each.
+@click.pass_context
+def eval_command(ctx: click.Context, envs: tuple[str, ...], env_args: tuple[str, ...], resume: str | None,
+                 progress: bool, **options: Any) -> None:
+    """Score a policy on GEM environments: N starts each, K samples per start.
 
     The policy is a local model (--model FOLDER, a `gem train` checkpoint, or 'smollm2') or an
     OpenAI-compatible chat endpoint (--base-url URL --model NAME, API key from $OPENAI_API_KEY).
-    Episodes run concurrently through the async vector environment. Writes report.json (per
-    environment: mean return, success rate, turns per episode), every episode as it ends, and
-    report.png; prints a table. Ctrl-C or SIGTERM writes the report of the episodes that finished.
+    A checkpoint of `gem train` plays as it trained (its environments, temperature, top-p, new
+    tokens and wrappers, kept beside it in trained_with.json) unless flags say otherwise; the
+    report names the source of each setting. Episodes run concurrently, and each turn samples
+    with a seed of its own, so the same settings play the same episodes. Writes settings.json,
+    every episode as it ends, report.json (per environment: success rate, mean return, turns,
+    pass@1..K with --samples K) and report.png, and prints a table. Ctrl-C or SIGTERM writes the
+    report of the episodes that finished; --resume DIR plays the rest. --trajectories writes each
+    episode as a Harbor trajectory too, which Harbor's viewers open. `gem eval compare A B`
+    compares two evaluations.
     """
+    if ctx.invoked_subcommand is not None:
+        given = [name for name, value in options.items() if value is not None] + (["env"] if envs else [])
+        if given or env_args or resume:
+            raise click.UsageError(f"`gem eval {ctx.invoked_subcommand}` takes its own options, after its name.")
+        return
     from gem_trainer.evaluate import EvalSettings, run_evaluation
     from gem_trainer.runtime import prefer_passive_openmp
 
     prefer_passive_openmp()
-
-    settings = EvalSettings(envs=list(envs) or ["game:GuessTheNumber-v0-easy"], model=model, base_url=base_url,
-                            env_kwargs=_env_kwargs(env_args), **options)
+    if resume is not None:
+        if options["output_dir"] is not None and Path(options["output_dir"]) != Path(resume):
+            raise click.UsageError("--resume DIR continues the evaluation in DIR: leave --output-dir out.")
+        options["output_dir"] = resume
+    settings = EvalSettings(envs=list(envs) or None, env_kwargs=_env_kwargs(env_args) if env_args else None,
+                            progress=progress, **options)
     from gem_core.cli.output import console
 
-    run_evaluation(settings, console=console())
+    run_evaluation(settings, console=console(), resume=resume is not None)
+
+
+@eval_command.command(name="compare")
+@click.argument("baseline", type=click.Path(exists=True, file_okay=False))
+@click.argument("candidate", type=click.Path(exists=True, file_okay=False))
+@click.option("--resamples", type=int, default=10_000, show_default=True, help="Bootstrap resamples.")
+@click.option("--confidence", type=float, default=0.95, show_default=True, help="Confidence level of the intervals.")
+@click.option("--output-dir", type=click.Path(file_okay=False),
+              help="Folder for compare.json and compare.png (default gem-runs/compare-<time>).")
+def compare_command(baseline: str, candidate: str, resamples: int, confidence: float, output_dir: str | None) -> None:
+    """Compare two evaluations: CANDIDATE minus BASELINE, per environment.
+
+    For success rate and mean return: the difference with a bootstrap confidence interval over
+    starts (paired by start when both played the same ones), and whether it is within noise (the
+    interval holds 0). Prints a table; writes compare.json and compare.png.
+    """
+    from gem_core.cli.output import console
+    from gem_trainer.compare import compare_evaluations
+
+    compare_evaluations(Path(baseline), Path(candidate), resamples=resamples, confidence=confidence,
+                        output_dir=Path(output_dir) if output_dir else None, console=console())
+
+
+@click.command(name="view")
+@click.argument("run_dir", type=click.Path(exists=True, file_okay=False))
+@click.option("--output", type=click.Path(dir_okay=False), help="The page to write (default RUN_DIR/view.html).")
+@click.option("--open/--no-open", "open_page", default=True, help="Open the page in a browser (default on).")
+def view(run_dir: str, output: str | None, open_page: bool) -> None:
+    """Write a page showing every episode of an evaluation or training run, and open it.
+
+    RUN_DIR is a `gem eval` output folder or a `gem train` run folder. The page shows each
+    episode's turns (observation, action, reward; per-turn advantages for training runs; the
+    images of visual tasks), filters by environment, outcome and step, and the run's plots. It is
+    one static file: no server, nothing fetched.
+    """
+    import webbrowser
+
+    from gem_core.cli.output import console
+    from gem_trainer.view import write_view
+
+    page = write_view(Path(run_dir), Path(output) if output else None)
+    console().print(f"Page: {page}")
+    if open_page and not webbrowser.open(page.resolve().as_uri()):
+        console().print("No browser to open it here: open the file in one.")

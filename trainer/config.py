@@ -145,7 +145,7 @@ def validate(config: TrainConfig) -> None:
     if not config.envs:
         raise ConfigError("Give at least one environment id (--env).")
     check_env_ids(config.envs)
-    from gem_core.components import ESTIMATORS
+    from gem_core.registry import ESTIMATORS
 
     if config.estimator not in ESTIMATORS:
         raise UnknownNameError("estimator", config.estimator, ESTIMATORS.names())
@@ -167,7 +167,7 @@ def check_env_ids(env_ids: list[str], command: str = "gem train") -> None:
     from gem_core.core import single_agent_required
 
     for env_id in env_ids:
-        if gem_core.spec(env_id).multiagent:
+        if gem_core.is_multiagent(env_id):
             raise single_agent_required(env_id, command)
 
 

@@ -93,18 +93,20 @@ class CachedDecoder:
         self._captured: OrderedDict[tuple[Any, ...], tuple[_Batch, _DeviceSteps]] = OrderedDict()
 
     def sample(self, prompts: Sequence[Sequence[int]], *, max_new_tokens: int, temperature: float,
-               top_p: float) -> list[list[int]]:
+               top_p: float, seeds: Sequence[int] | None = None) -> list[list[int]]:
         """One response per prompt: sampled token ids, ending with a stop token unless cut off at
-        ``max_new_tokens``. ``temperature`` 0 is greedy."""
+        ``max_new_tokens``. ``temperature`` 0 is greedy. ``seeds`` (one per prompt) samples each
+        prompt from a generator of its own, so its response does not depend on the rest of the
+        batch; without them, the batch draws from torch's generator."""
         responses: list[list[int]] = [[] for _ in prompts]
         for indices, sampled in self.stream(prompts, max_new_tokens=max_new_tokens, temperature=temperature,
-                                            top_p=top_p):
+                                            top_p=top_p, seeds=seeds):
             for index, response in zip(indices, sampled):
                 responses[index] = response
         return responses
 
     def stream(self, prompts: Sequence[Sequence[int]], *, max_new_tokens: int, temperature: float,
-               top_p: float) -> Iterator[tuple[list[int], list[list[int]]]]:
+               top_p: float, seeds: Sequence[int] | None = None) -> Iterator[tuple[list[int], list[list[int]]]]:
         """:meth:`sample`, handing responses over as ``(prompt indices, responses)`` as they are
         ready: the device loop hands over the rows that have finished at each look while the
         device decodes the others; the host loop hands over every row at the end."""
@@ -113,16 +115,21 @@ class CachedDecoder:
             return iter(())
         if any(len(seq) == 0 for seq in ids):
             raise ValueError("Every prompt needs at least one token to continue from.")
-        return _in_inference_mode(self._stream(ids, max_new_tokens, temperature, top_p))
+        return _in_inference_mode(self._stream(ids, max_new_tokens, temperature, top_p, seeds))
 
-    def _stream(self, ids: list[np.ndarray], max_new_tokens: int, temperature: float,
-                top_p: float) -> Iterator[tuple[list[int], list[list[int]]]]:
+    def _stream(self, ids: list[np.ndarray], max_new_tokens: int, temperature: float, top_p: float,
+                seeds: Sequence[int] | None) -> Iterator[tuple[list[int], list[list[int]]]]:
+        import torch
+
         self._cache_shared_prefixes([seq[:-1] for seq in ids])
         heads = self._read_prompts(ids)
+        generators = None
+        if seeds is not None and temperature > 0:
+            generators = [torch.Generator(self.device).manual_seed(seed) for seed in seeds]
         if self.device_loop:
-            yield from self._decode_on_device(ids, heads, max_new_tokens, temperature, top_p)
+            yield from self._decode_on_device(ids, heads, max_new_tokens, temperature, top_p, generators)
         else:
-            yield list(range(len(ids))), self._decode_on_host(ids, heads, max_new_tokens, temperature, top_p)
+            yield list(range(len(ids))), self._decode_on_host(ids, heads, max_new_tokens, temperature, top_p, generators)
 
     # ---- phase 1 and 2: reading prompts -----------------------------------------------------
 
@@ -170,7 +177,7 @@ class CachedDecoder:
     # ---- phase 3: decoding ------------------------------------------------------------------
 
     def _decode_on_host(self, ids: list[np.ndarray], heads: list[CachedPrefix], max_new_tokens: int,
-                        temperature: float, top_p: float) -> list[list[int]]:
+                        temperature: float, top_p: float, generators: list[Any] | None) -> list[list[int]]:
         """Decode step by step, reading each step's tokens back; finished rows leave the batch
         once a quarter of it has finished."""
         import torch
@@ -180,7 +187,7 @@ class CachedDecoder:
         rows = list(range(len(ids)))  # batch row -> prompt index
         done = [False] * len(rows)  # per batch row: finished but still in the batch
         for _ in range(max_new_tokens):
-            tokens = self._pick(batch.logits, temperature, top_p)
+            tokens = self._pick(batch.logits, temperature, top_p, generators)
             for row, (index, token) in enumerate(zip(rows, tokens.tolist())):
                 if done[row]:
                     continue
@@ -195,23 +202,26 @@ class CachedDecoder:
                 batch.select(keep)
                 tokens = tokens[torch.tensor(keep)]
                 rows = [rows[row] for row in keep]
+                generators = [generators[row] for row in keep] if generators else None
                 done = [False] * len(rows)
             batch.step(tokens)
         return responses
 
     def _decode_on_device(self, ids: list[np.ndarray], heads: list[CachedPrefix], max_new_tokens: int,
-                          temperature: float, top_p: float) -> Iterator[tuple[list[int], list[list[int]]]]:
+                          temperature: float, top_p: float, generators: list[Any] | None,
+                          ) -> Iterator[tuple[list[int], list[list[int]]]]:
         """Decode with every row in the batch and the tokens on the device. Every
         :data:`CHECK_EVERY` steps the host reads which rows have finished, with their tokens, and
         hands those over after queueing the next steps, so that its work on them (and its
-        caller's) overlaps the device's."""
+        caller's) overlaps the device's. Rows with generators of their own (``seeds``) decode
+        uncaptured: a graph replays the default generator only."""
         new = [seq[-1:] for seq in ids]
-        if self.cuda_graphs:
+        if self.cuda_graphs and generators is None:
             batch, steps = self._captured_batch(heads, max_new_tokens, temperature, top_p)
             batch.load(heads, new)
         else:
             batch = self._batch(heads, new, extra_columns=max_new_tokens)
-            steps = _DeviceSteps(batch, max_new_tokens, temperature, top_p, capture=False)
+            steps = _DeviceSteps(batch, max_new_tokens, temperature, top_p, capture=False, generators=generators)
         steps.start(len(ids))
         taken, open_rows, finished = 1, set(range(len(ids))), []
         while open_rows:
@@ -256,8 +266,8 @@ class CachedDecoder:
         self._captured.move_to_end(key)
         return self._captured[key]
 
-    def _pick(self, logits: Any, temperature: float, top_p: float) -> Any:
-        return pick(logits, temperature, top_p)
+    def _pick(self, logits: Any, temperature: float, top_p: float, generators: list[Any] | None) -> Any:
+        return pick(logits, temperature, top_p, generators)
 
     def _batch(self, heads: list[CachedPrefix], new: list[np.ndarray], *, extra_columns: int) -> Any:
         """A batch of ``heads`` that reads ``new`` tokens, with room for ``extra_columns`` more."""
@@ -304,9 +314,9 @@ def _head(entry: CachedPrefix | None, length: int) -> CachedPrefix:
     return CachedPrefix(entry.ids[:length], entry.kv[:, :, :, :length])
 
 
-def pick(logits: Any, temperature: float, top_p: float) -> Any:
+def pick(logits: Any, temperature: float, top_p: float, generators: list[Any] | None = None) -> Any:
     """A token per row of ``logits``: greedy at temperature 0, else sampled from the nucleus of
-    probability ``top_p``.
+    probability ``top_p``, each row from its own generator when ``generators`` are given.
 
     A row's sample is the token whose probability over an exponential draw is largest, which is
     what ``torch.multinomial`` computes for one sample (the same draws, the same tokens), without
@@ -317,13 +327,16 @@ def pick(logits: Any, temperature: float, top_p: float) -> Any:
     if temperature <= 0:
         return logits.argmax(-1)
     probs = torch.softmax(logits.float() / temperature, dim=-1)
-    if top_p >= 1.0:
+    if top_p < 1.0:
+        # draw in vocabulary order: the sorted order of near-equal probabilities moves with the
+        # batch's rounding, which would change a seeded row's draw
+        sorted_probs, order = probs.sort(dim=-1, descending=True)
+        outside = sorted_probs.cumsum(-1) - sorted_probs > top_p  # the most likely token always stays
+        probs = probs.masked_fill(torch.zeros_like(outside).scatter(-1, order, outside), 0.0)
+    if generators is None:
         return (probs / torch.empty_like(probs).exponential_()).argmax(-1)
-    sorted_probs, order = probs.sort(dim=-1, descending=True)
-    outside = sorted_probs.cumsum(-1) - sorted_probs > top_p  # the most likely token always stays
-    kept = sorted_probs.masked_fill(outside, 0.0)
-    choice = (kept / torch.empty_like(kept).exponential_()).argmax(-1, keepdim=True)
-    return order.gather(-1, choice).squeeze(-1)
+    return torch.stack([(row / torch.empty_like(row).exponential_(generator=g)).argmax()
+                        for row, g in zip(probs, generators)])
 
 
 class _Batch:
@@ -452,11 +465,12 @@ class _DeviceSteps:
     ``capture``, on a side stream after two warm-up steps, as PyTorch's documentation asks).
     """
 
-    def __init__(self, batch: _Batch, max_new_tokens: int, temperature: float, top_p: float, *, capture: bool):
+    def __init__(self, batch: _Batch, max_new_tokens: int, temperature: float, top_p: float, *, capture: bool,
+                 generators: list[Any] | None = None):
         import torch
 
         self.batch = batch
-        self.temperature, self.top_p = temperature, top_p
+        self.temperature, self.top_p, self.generators = temperature, top_p, generators
         device = batch.kv.device
         self.last = torch.zeros(batch.rows, dtype=torch.long, device=device)
         self.sampled = torch.zeros(batch.rows, max_new_tokens, dtype=torch.long, device=device)
@@ -470,7 +484,7 @@ class _DeviceSteps:
 
     def start(self, rows: int) -> None:
         """Sample the first token of each of the batch's first ``rows`` rows (the rest are done)."""
-        first = pick(self.batch.logits, self.temperature, self.top_p)
+        first = pick(self.batch.logits, self.temperature, self.top_p, self.generators)
         self.last.copy_(first)
         self.sampled[:, 0] = first
         self.count.fill_(1)
@@ -479,7 +493,7 @@ class _DeviceSteps:
 
     def _step(self) -> None:
         logits = self.batch.forward_next(self.last)
-        tokens = pick(logits, self.temperature, self.top_p)
+        tokens = pick(logits, self.temperature, self.top_p, self.generators)
         self.sampled.index_copy_(1, self.count, tokens[:, None])
         self.done |= self._stopped(tokens)
         self.last.copy_(tokens)

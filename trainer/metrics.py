@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from gem_core.episodes import Episode
+from gem_core.episodes import Episode, episode_success, last_turn_success  # noqa: F401 (also imported from here)
 
 #: The curves of the learning-curve plot: metric key, panel title.
 CURVES = (
@@ -20,23 +20,9 @@ CURVES = (
 )
 
 
-def episode_success(episode: Episode) -> bool:
-    """Whether an episode was won: its last turn's ``info["success"]`` when the environment
-    reports one, a game's ``info["outcome"] == "win"`` (so on a ``-vs-bot`` game the success rate
-    is the win rate against the bot), otherwise whether its last reward is positive."""
-    if not episode.turns:
-        return False
-    last = episode.turns[-1]
-    return last_turn_success(last.info, last.reward)
-
-
-def last_turn_success(info: dict, reward: float) -> bool:
-    """:func:`episode_success` from the last turn's ``info`` and reward."""
-    if "outcome" in info:
-        return info["outcome"] == "win"
-    if "success" in info:
-        return bool(info["success"])
-    return reward > 0
+def percent(rate: float) -> str:
+    """A rate as every report shows it: ``0.6875`` is ``68.8%``."""
+    return f"{rate:.1%}"
 
 
 def episode_stats(episodes: Sequence[Episode]) -> dict[str, float | None]:

@@ -219,6 +219,19 @@ class LoraSettings:
     dropout: float = 0.0
 
 
+def quiet_transformers() -> None:
+    """Our own progress display is the one to watch: no per-file loading bars from transformers,
+    and only its errors."""
+    import warnings
+
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()
+    hf_logging.set_verbosity_error()
+    # peft still calls a transformers attribute that warns of its renaming
+    warnings.filterwarnings("ignore", message=".*is_gradient_checkpointing.*", category=FutureWarning)
+
+
 def resolve_device(device: str) -> str:
     """``auto`` is ``cuda`` when a GPU is visible, else ``cpu``; others are checked."""
     import torch

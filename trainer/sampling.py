@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import time
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -92,15 +92,18 @@ class LocalPolicy:
             self.decoder = CachedDecoder(model, self.prefix_cache, stop_ids=self.stop_ids,
                                          pad_id=self.tokenizer.pad_token_id)
 
-    def __call__(self, prompts: list[str], infos: list[dict[str, Any]] | None = None) -> list[str]:
+    def __call__(self, prompts: list[str], infos: list[dict[str, Any]] | None = None,
+                 seeds: list[int] | None = None) -> list[str]:
+        """A response per prompt; ``infos`` carry a visual task's images, ``seeds`` (one per
+        prompt) sample each prompt from a generator of its own (see :meth:`generate`)."""
         actions = [""] * len(prompts)
-        for positions, texts in self.stream(prompts, infos):
+        for positions, texts in self.stream(prompts, infos, seeds):
             for position, text in zip(positions, texts):
                 actions[position] = text
         return actions
 
     def stream(self, prompts: list[str], infos: list[dict[str, Any]] | None = None,
-               ) -> Iterator[tuple[list[int], list[str]]]:
+               seeds: list[int] | None = None) -> Iterator[tuple[list[int], list[str]]]:
         """The responses :meth:`__call__` returns, handed over as ``(positions, texts)`` as they
         are sampled: on a GPU the rows that finish early come first, and ``collect_episodes``
         steps their environments while the GPU samples the rest."""
@@ -125,7 +128,8 @@ class LocalPolicy:
         chunks = [plain[start:start + size] for start in range(0, len(plain), size)]
         chunks += [[i] for i in todo if vision[i] is not None]  # images: one prompt at a time
         for chunk in chunks:
-            for rows, responses in self.generate_stream([encoded[i] for i in chunk], vision[chunk[0]]):
+            chunk_seeds = [seeds[i] for i in chunk] if seeds is not None else None
+            for rows, responses in self.generate_stream([encoded[i] for i in chunk], vision[chunk[0]], seeds=chunk_seeds):
                 texts = []
                 for row, response in zip(rows, responses):
                     i = chunk[row]
@@ -144,18 +148,20 @@ class LocalPolicy:
         inputs.pop("attention_mask", None)
         return ids, dict(inputs)
 
-    def generate(self, prompts: list[list[int]], vision: dict[str, Any] | None = None) -> list[list[int]]:
+    def generate(self, prompts: list[list[int]], vision: dict[str, Any] | None = None, *,
+                 seeds: list[int] | None = None) -> list[list[int]]:
         """Sample a response (token ids, ending with a stop token unless cut off by
         ``max_new_tokens``) for each tokenised prompt; ``vision``: the image inputs of a single
-        prompt."""
+        prompt. With ``seeds`` (one per prompt), each response depends only on its prompt and
+        seed, not on the rest of the batch or on torch's generator."""
         responses: list[list[int]] = [[] for _ in prompts]
-        for rows, sampled in self.generate_stream(prompts, vision):
+        for rows, sampled in self.generate_stream(prompts, vision, seeds=seeds):
             for row, response in zip(rows, sampled):
                 responses[row] = response
         return responses
 
-    def generate_stream(self, prompts: list[list[int]], vision: dict[str, Any] | None = None,
-                        ) -> Iterator[tuple[list[int], list[list[int]]]]:
+    def generate_stream(self, prompts: list[list[int]], vision: dict[str, Any] | None = None, *,
+                        seeds: list[int] | None = None) -> Iterator[tuple[list[int], list[list[int]]]]:
         """:meth:`generate`, handing the responses over as ``(rows, responses)`` parts as they
         are ready; counts the time spent sampling (not the caller's between parts) and the tokens
         sampled."""
@@ -167,9 +173,11 @@ class LocalPolicy:
             if self.decoder is not None and vision is None:
                 s = self.settings
                 parts = self.decoder.stream(prompts, max_new_tokens=s.max_new_tokens, temperature=s.temperature,
-                                            top_p=s.top_p)
+                                            top_p=s.top_p, seeds=seeds)
+            elif seeds is not None and self.settings.temperature > 0:  # generate draws from torch's generator
+                parts = _at_once(lambda: [self._seeded_generate(prompt, vision, seed) for prompt, seed in zip(prompts, seeds)])
             else:
-                parts = self._generate_with_transformers(prompts, vision)
+                parts = _at_once(lambda: self._generate_with_transformers(prompts, vision))
             while True:
                 started = time.perf_counter()
                 part = next(parts, None)
@@ -181,10 +189,18 @@ class LocalPolicy:
         finally:
             self.model.train(was_training)
 
-    def _generate_with_transformers(self, prompts: list[list[int]], vision: dict[str, Any] | None,
-                                    ) -> Iterator[tuple[list[int], list[list[int]]]]:
+    def _seeded_generate(self, prompt: list[int], vision: dict[str, Any] | None, seed: int) -> list[int]:
+        """One prompt through ``generate`` with torch's generator seeded for it, then put back."""
+        import torch
+
+        device = next(self.model.parameters()).device
+        with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
+            torch.manual_seed(seed)
+            return self._generate_with_transformers([prompt], vision)[0]
+
+    def _generate_with_transformers(self, prompts: list[list[int]], vision: dict[str, Any] | None) -> list[list[int]]:
         """transformers' ``generate`` on the left-padded prompts (images, or models without a
-        full key/value cache), handed over all at once."""
+        full key/value cache)."""
         import torch
 
         pad = self.tokenizer.pad_token_id
@@ -214,7 +230,7 @@ class LocalPolicy:
                 if token in self.stop_ids:
                     break
             responses.append(response)
-        yield list(range(len(prompts))), responses
+        return responses
 
     def take_sampled(self, prompt: str, action: str) -> Sampled | None:
         """The token ids (and image inputs) behind a (prompt, action) pair this policy produced,
@@ -232,6 +248,12 @@ class LocalPolicy:
         self._sampled.clear()
         self.generated_tokens = 0
         self.generation_seconds = 0.0
+
+
+def _at_once(responses: Callable[[], list[list[int]]]) -> Iterator[tuple[list[int], list[list[int]]]]:
+    """All of ``responses()`` as one part, computed when the part is asked for."""
+    sampled = responses()
+    yield list(range(len(sampled))), sampled
 
 
 def _stop_token_ids(model: Any, tokenizer: Any) -> set[int]:

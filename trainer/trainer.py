@@ -30,7 +30,7 @@ from gem_trainer import checkpoint as ckpt
 from gem_trainer.config import ConfigError, TrainConfig, save_config, validate, vector_mode
 from gem_trainer.loss import micro_batches, pack, reinforce_loss
 from gem_trainer.memory import check_training_memory, micro_batch_tokens
-from gem_trainer.metrics import MetricsLog, episode_stats, plot_learning_curve
+from gem_trainer.metrics import MetricsLog, episode_stats, percent, plot_learning_curve
 from gem_trainer.model_calls import takes_explicit_mask
 from gem_trainer.models import (
     LoraSettings,
@@ -38,6 +38,7 @@ from gem_trainer.models import (
     is_vision_language,
     load_processor,
     load_tokenizer,
+    quiet_transformers,
     resolve_device,
     resolve_dtype,
     resolve_model,
@@ -104,7 +105,7 @@ class Trainer:
 
         import torch
 
-        _quiet_transformers()
+        quiet_transformers()
         if c.threads:
             torch.set_num_threads(c.threads)
         self.device = resolve_device(c.device)
@@ -290,22 +291,11 @@ class Trainer:
             step=step, optimizer=self.optimizer.state_dict(), torch_rng=torch.get_rng_state(),
             cuda_rng=torch.cuda.get_rng_state_all() if self.device.startswith("cuda") else None,
         )
-        return ckpt.save_checkpoint(self.output_dir, self.model, self.processor or self.tokenizer, state)
+        acting = {key: getattr(self.config, key) for key in ckpt.ACTING_SETTINGS}
+        return ckpt.save_checkpoint(self.output_dir, self.model, self.processor or self.tokenizer, state, acting=acting)
 
     def _progress_bar(self) -> Any:
         return _StepProgress(self.start_step, self.config.steps, enabled=self.progress, console=self.console)
-
-
-def _quiet_transformers() -> None:
-    """Our own progress bar is the one to watch; transformers' per-file bars are noise here."""
-    import warnings
-
-    from transformers.utils import logging as hf_logging
-
-    hf_logging.disable_progress_bar()
-    hf_logging.set_verbosity_error()
-    # peft still calls a transformers attribute that warns of its renaming
-    warnings.filterwarnings("ignore", message=".*is_gradient_checkpointing.*", category=FutureWarning)
 
 
 class _StepProgress:
@@ -339,7 +329,7 @@ class _StepProgress:
     def __call__(self, record: dict[str, Any]) -> None:
         if not self.enabled:
             return
-        status = (f"return {record['mean_return']:+.3f}  success {record['success_rate']:.0%}  "
+        status = (f"return {record['mean_return']:+.3f}  success {percent(record['success_rate'])}  "
                   f"turns {record['turns_per_episode']:.2f}  {record['tokens_per_second']:.0f} tok/s")
         if record.get("quarantined_slots"):
             status += f"  {record['quarantined_slots']} slot(s) quarantined"

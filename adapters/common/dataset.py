@@ -45,7 +45,7 @@ def first_observation(env_id: str, seed: int, options: EpisodeOptions) -> str:
     """The first observation of ``env_id`` reset with ``seed``, through ``options.wrappers``, as
     an adapter's session shows it (see :mod:`gem_adapters.common.session`)."""
     from gem_core import make
-    from gem_core.components import apply_wrappers
+    from gem_core.registry import apply_wrappers
     from gem_core.wrappers.observation import as_seen
 
     env = apply_wrappers(make(env_id), options.wrappers)

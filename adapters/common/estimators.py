@@ -25,7 +25,7 @@ def library_name(gem_name: str) -> str:
 
 def estimator_names() -> dict[str, str]:
     """Every name GEM offers a library, mapped to its GEM estimator."""
-    from gem_core.components import ESTIMATORS
+    from gem_core.registry import ESTIMATORS
 
     names = {f"gem_{name}": name for name in ESTIMATORS.names()}
     names.update({name: name for name in PLAIN_NAMES if name in ESTIMATORS})
@@ -36,7 +36,7 @@ def gem_estimator(name: str) -> str:
     """The GEM estimator behind ``name``, given as GEM names it (``rebn``, ``grpo``) or as a library
     sees it (``gem_grpo``); an unknown name raises :class:`~gem_core.UnknownNameError` naming the
     closest ones."""
-    from gem_core.components import ESTIMATORS
+    from gem_core.registry import ESTIMATORS
 
     if name not in ESTIMATORS and name in estimator_names():
         name = estimator_names()[name]

@@ -78,7 +78,7 @@ def parse_wrappers(value: Any, *, history_in_context: bool = True) -> tuple[str,
         names = [str(part).strip() for part in value]
     else:
         raise GemError(f"gem.wrappers must be a list of wrapper names or a comma string, not {value!r}.")
-    from gem_core.components import WRAPPERS
+    from gem_core.registry import WRAPPERS
 
     for name in names:
         if history_in_context and name in HISTORY_WRAPPERS:

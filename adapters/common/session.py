@@ -25,7 +25,7 @@ from typing import Any
 
 from gem_adapters.common.options import EpisodeOptions
 from gem_core import Env, make
-from gem_core.components import apply_wrappers
+from gem_core.registry import apply_wrappers
 from gem_core.images import images_of
 from gem_core.wrappers.observation import as_seen
 

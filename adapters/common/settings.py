@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from gem_adapters.common.options import EpisodeOptions
-from gem_core.errors import GemError
+from gem_core.errors import GemError, require_at_least_one
 
 #: Settings that must be positive integers, by field name (the option is ``--field-name``).
 POSITIVE = ("train_size", "val_size", "batch_size", "rollouts_per_start", "prompt_length",
@@ -40,7 +40,7 @@ class RunSettings:
     def check(self) -> None:
         """Raise a :class:`GemError` naming the fix for settings no library could serve."""
         from gem_core import spec
-        from gem_core.components import ESTIMATORS
+        from gem_core.registry import ESTIMATORS
 
         if not self.env_ids:
             raise GemError("Name at least one environment (--env ENV_ID); `gem envs` lists them.")
@@ -49,10 +49,7 @@ class RunSettings:
         ESTIMATORS.component(self.estimator)  # likewise for estimators
         if not 0.0 <= self.gamma <= 1.0:
             raise GemError(f"gamma must be within [0, 1], not {self.gamma}.")
-        for name in POSITIVE:
-            if getattr(self, name) < 1:
-                option = "--n" if name == "rollouts_per_start" else f"--{name.replace('_', '-')}"
-                raise GemError(f"{option} must be at least 1.")
+        require_at_least_one(self, POSITIVE, {"rollouts_per_start": "--n"})
         if self.rollouts_per_start < 2:
             from gem_adapters.common.estimators import needs_groups
 

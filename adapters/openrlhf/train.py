@@ -22,7 +22,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from gem_adapters.common.launch import library_arguments, run_launcher
+from gem_adapters.common.launch import estimator_arguments, run_launcher
 from gem_adapters.openrlhf import ESTIMATOR_VARIABLE
 from gem_core.errors import GemError
 
@@ -42,34 +42,12 @@ OPENRLHF_WORKER_ENV = {"TOKENIZERS_PARALLELISM": "true", "NCCL_DEBUG": "WARN",
                        "RAY_ENABLE_ZERO_COPY_TORCH_TENSORS": "1"}
 
 
-def split_flags(argv: Sequence[str]) -> tuple[str | None, list[str]]:
-    """``(GEM estimator or None, OpenRLHF's flags)``; raises a GemError for other ``--gem.`` flags."""
-    estimator, rest = None, []
-    args = iter(argv)
-    for arg in args:
-        flag, equals, value = arg.partition("=")
-        if flag == GEM_FLAG:
-            if not equals:
-                value = next(args, "")
-            if not value or value.startswith("--"):
-                raise GemError(f"{GEM_FLAG} needs a value: the GEM estimator's name (e.g. rebn).")
-            estimator = value
-        elif flag.startswith("--gem."):
-            raise GemError(f"Unknown flag {flag}: the only GEM flag is {GEM_FLAG} NAME; "
-                           "the other flags are OpenRLHF's.")
-        else:
-            rest.append(arg)
-    return estimator, rest
-
-
 def openrlhf_argv(argv: Sequence[str]) -> tuple[str | None, list[str]]:
     """The checked GEM estimator (its GEM name) and the flags OpenRLHF's command line gets."""
     from gem_adapters.openrlhf.advantages import NATIVE_STAND_IN
 
-    estimator, rest = split_flags(argv)
-    return library_arguments(estimator, rest, option=GEM_FLAG, conflicts=CONFLICTS,
-                             key=lambda arg: arg.partition("=")[0],
-                             native=["--algo.advantage.estimator", NATIVE_STAND_IN])
+    return estimator_arguments(argv, option=GEM_FLAG, library="OpenRLHF", conflicts=CONFLICTS,
+                               native=["--algo.advantage.estimator", NATIVE_STAND_IN])
 
 
 def runtime_env(estimator: str) -> dict[str, Any]:

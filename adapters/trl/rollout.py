@@ -36,8 +36,8 @@ from gem_adapters.common.chat import ChatFormat
 from gem_adapters.common.options import EpisodeOptions
 from gem_adapters.common.session import STOP_REASONS as SESSION_STOPS
 from gem_adapters.common.session import EnvSession
+from gem_core.episodes import last_turn_success
 from gem_core.errors import GemError
-from gem_trainer.metrics import last_turn_success
 
 #: Why an episode stopped (``gem_stop``): the session's reasons, or the episode's token budget.
 STOP_REASONS = (*SESSION_STOPS, "episode_tokens")
@@ -55,7 +55,7 @@ class PlayedEpisode:
     logprobs: list[float] = field(default_factory=list)
     turn_spans: list[tuple[int, int]] = field(default_factory=list)
     stop: str | None = None
-    success: bool = False  # won, as `gem train` counts it (see gem_trainer.metrics)
+    success: bool = False  # won, as `gem train` counts it (gem_core.episodes.last_turn_success)
 
     @property
     def context(self) -> list[int]:

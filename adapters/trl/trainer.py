@@ -1,4 +1,5 @@
-"""``GemGRPOTrainer``: TRL's GRPOTrainer training on GEM environments.
+"""``GemGRPOTrainer``: TRL's GRPOTrainer training on GEM environments, with per-turn advantages
+(TRL 1.16 only: it relies on private methods, see :mod:`~gem_adapters.trl.versions`).
 
 It is TRL's own trainer with three additions: the rollout plays GEM episodes
 (:class:`~gem_adapters.trl.rollout.EpisodeRollout`), the episode's return is the reward TRL logs
@@ -30,6 +31,7 @@ from gem_adapters.common.options import EpisodeOptions
 from gem_adapters.trl import TRL_ESTIMATOR
 from gem_adapters.trl.advantages import gem_advantages
 from gem_adapters.trl.rollout import EpisodeRollout, episode_starts
+from gem_adapters.trl.versions import check_subclass_trl
 from gem_core.errors import GemError
 
 DEFAULT_GENERATIONS = 8  # GRPOConfig's num_generations when no config is given
@@ -65,6 +67,7 @@ class GemGRPOTrainer(GRPOTrainer):
     def __init__(self, model: Any, args: Any = None, *, estimator: str = "rebn", gamma: float = 0.9,
                  options: EpisodeOptions | None = None, episode_tokens: int | None = None,
                  reward_funcs: Any = None, **kwargs: Any):
+        check_subclass_trl()  # the private methods it relies on change between TRL releases
         if "rollout_func" in kwargs:
             raise GemError("GemGRPOTrainer plays GEM episodes with its own rollout_func; leave it out.")
         if not 0.0 <= gamma <= 1.0:

@@ -26,10 +26,12 @@ def config(**options: object) -> None:
 
     Writes OUT/gem_verl.yaml (verl's packaged defaults plus GEM's settings), OUT/train.jsonl and
     OUT/val.jsonl (one row per environment id and seed), and prints the command that trains with
-    them. Add verl overrides to that command as key=value.
+    them. Add verl overrides to that command as key=value. The config sizes verl's TransferQueue
+    for --gpus x --nodes GPUs (one storage unit per GPU) and says how many CPUs the Ray cluster
+    needs.
     """
     from gem_adapters.common.cli import report_run, settings_from_options, writing_progress
-    from gem_adapters.verl.config import RunSettings, write_run
+    from gem_adapters.verl.config import RunSettings, cluster_needs, write_run
 
     settings = settings_from_options(RunSettings, **options)
     with writing_progress(settings.train_size + settings.val_size) as progress:
@@ -40,5 +42,6 @@ def config(**options: object) -> None:
          ("val", written.val, f"{settings.val_size} rows")],
         written.command,
         notes=[f"longest first observation: {written.longest_prompt} characters "
-               f"(prompt budget: {settings.prompt_length} tokens)"],
+               f"(prompt budget: {settings.prompt_length} tokens)",
+               f"Ray cluster: {cluster_needs(settings)}"],
     )

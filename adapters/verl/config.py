@@ -20,6 +20,9 @@ from gem_core.errors import GemError, MissingDependencyError
 CONFIG_NAME = "gem_verl"
 ROLLOUT_ENGINES = ("vllm", "sglang")
 MICRO_BATCH_PER_GPU = 4
+#: CPUs verl 0.9's trainer reserves for each GPU: the GPU's bundle in the placement group of its
+#: worker groups (``ResourcePoolManager.max_colocate_count``).
+WORKER_CPUS_PER_GPU = 3
 
 
 @dataclass(frozen=True)
@@ -132,7 +135,32 @@ def verl_config(settings: RunSettings, train: Path, val: Path) -> dict[str, Any]
             "test_freq": 10,
             "save_freq": -1,
         },
+        "transfer_queue": {"backend": {"SimpleStorage": {"num_data_storage_units": storage_units(settings)}}},
     }
+
+
+def storage_units(settings: RunSettings) -> int:
+    """Storage units of verl's TransferQueue for the cluster the settings target: one per GPU.
+
+    Each unit holds one CPU of the Ray cluster, and verl starts them before anything else and waits
+    for them without a word: its default of 8 hangs a launch on a cluster with fewer free CPUs (a
+    one-GPU workstation).
+    """
+    return settings.total_gpus
+
+
+def cluster_cpus(settings: RunSettings) -> int:
+    """CPUs the launch holds in the Ray cluster: TransferQueue's controller and storage units, and
+    verl's worker bundles. On a cluster with fewer, verl waits for them without end."""
+    return 1 + storage_units(settings) + WORKER_CPUS_PER_GPU * settings.total_gpus
+
+
+def cluster_needs(settings: RunSettings) -> str:
+    """What the launch needs of the Ray cluster, in words."""
+    gpus = settings.total_gpus
+    return (f"{cluster_cpus(settings)} CPUs and {gpus} GPU{'s' if gpus > 1 else ''} at least: "
+            f"{WORKER_CPUS_PER_GPU} CPUs per GPU for verl's workers, 1 for its TransferQueue's controller and "
+            "1 per GPU for the queue's storage units")
 
 
 def experiment_name(settings: RunSettings) -> str:
@@ -158,5 +186,6 @@ def config_text(settings: RunSettings, train: Path, val: Path, yaml: Any) -> str
         "# verl config for GEM environments, written by `gem verl config`.\n"
         f"# Launch: {command} [key=value ...]\n"
         "# The `gem` section configures the gem agent loop (see gem_adapters.common.options).\n"
+        f"# Ray cluster: {cluster_needs(settings)}.\n"
         f"{body}"
     )

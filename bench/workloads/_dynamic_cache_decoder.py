@@ -27,18 +27,19 @@ class DynamicCacheDecoder(CachedDecoder):
     def _batch(self, heads: list[CachedPrefix], new: list[np.ndarray], *, extra_columns: int) -> Any:
         return _Batch(self, heads, new, extra_columns=extra_columns)
 
-    def _pick(self, logits: Any, temperature: float, top_p: float) -> Any:
+    def _pick(self, logits: Any, temperature: float, top_p: float, generators: list[Any] | None) -> Any:
         import torch
 
         if temperature <= 0:
             return logits.argmax(-1)
         probs = torch.softmax(logits.float() / temperature, dim=-1)
-        if top_p >= 1.0:
+        if top_p < 1.0:  # drawn in vocabulary order
+            sorted_probs, order = probs.sort(dim=-1, descending=True)
+            outside = sorted_probs.cumsum(-1) - sorted_probs > top_p  # the most likely token always stays
+            probs = probs.masked_fill(torch.zeros_like(outside).scatter(-1, order, outside), 0.0)
+        if generators is None:
             return torch.multinomial(probs, 1).squeeze(-1)
-        sorted_probs, order = probs.sort(dim=-1, descending=True)
-        outside = sorted_probs.cumsum(-1) - sorted_probs > top_p  # the most likely token always stays
-        choice = torch.multinomial(sorted_probs.masked_fill(outside, 0.0), 1)
-        return order.gather(-1, choice).squeeze(-1)
+        return torch.cat([torch.multinomial(row, 1, generator=g) for row, g in zip(probs, generators)])
 
 
 class _Batch:

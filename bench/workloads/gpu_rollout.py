@@ -79,9 +79,9 @@ def main() -> None:
     prefer_passive_openmp()
     import torch
 
-    from gem_trainer.trainer import _quiet_transformers
+    from gem_trainer.models import quiet_transformers
 
-    _quiet_transformers()
+    quiet_transformers()
     cuda = torch.cuda.is_available()
     episodes = args.episodes or ([4] if args.quick else [16, 64] if cuda else [16])
     steps = args.steps or (2 if args.quick else 3)

@@ -1,16 +1,21 @@
 """Workload: gem serve against OpenEnv's own server, both serving GuessTheNumber to 1 and 32 sessions.
 
 Both servers run as processes on 127.0.0.1 and serve the same game logic (``game:GuessTheNumber-v0``):
-``gem serve``, and OpenEnv's ``create_fastapi_app`` around an OpenEnv ``Environment`` that plays
-the same GEM game. One client process drives N WebSocket sessions at once (N = 1, 32), each
-playing episode after episode with pre-drawn guesses, and sends both servers the same messages;
+``gem serve``, and OpenEnv 0.10's ``create_fastapi_app`` around an OpenEnv ``Environment`` that
+plays the same GEM game, run from OpenEnv's own virtual environment (scripts/openenv_env.py makes
+it on first use, which needs the package index; OpenEnv 0.10 cannot share this project's
+environment). The client drives N WebSocket sessions at once (N = 1, 32) from one process, or
+from two sharing the sessions when N is even and the machine has two cores (so that the client
+is not what bounds the server), each playing episode after episode with pre-drawn guesses, and
+sends both servers the same messages;
 the two servers are measured in alternating rounds, so a shared machine's load weighs on both
-alike. Metrics per server and N: steps per second (all sessions together) and the p50/p99
-latency of a step (send to reply), plus the steps-per-second ratio gem serve / OpenEnv.
+alike. Metrics per server and N: steps per second (all sessions together), the p50/p99
+latency of a step (send to reply) and the server process's CPU time per step (all its threads;
+unlike the others, hardly moved by the client's share of the machine), plus the steps-per-second
+ratio gem serve / OpenEnv.
 
-Run as ``python bench/workloads/serve.py --impl ours [--quick]``; it needs OpenEnv's package
-(``pip install openenv-core``). gem-llm has no server, so ``--impl reference`` exits 3. The last
-stdout line is the metrics JSON.
+Run as ``python bench/workloads/serve.py --impl ours [--quick]``. gem-llm has no server, so
+``--impl reference`` exits 3. The last stdout line is the metrics JSON.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import random
 import re
 import socket
@@ -25,12 +31,15 @@ import subprocess
 import sys
 import threading
 import time
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
-from _protocol import no_counterpart, parser as workload_parser, percentile
+from _protocol import Metrics, no_counterpart, parser as workload_parser, percentile
 
 GAME = "game:GuessTheNumber-v0"
 SESSIONS = (1, 32)
+CLIENT_PROCESSES = min(2, os.cpu_count() or 1)  # so that the client, not only the server, can use the cores
+REPO = Path(__file__).resolve().parents[2]
 
 
 # ---- the same game behind OpenEnv's server classes -----------------------------------------
@@ -77,7 +86,8 @@ def openenv_app():
 
 
 def run_openenv_server() -> None:
-    """Serve :func:`openenv_app` on a free port; print its URL (the child process's job)."""
+    """Serve :func:`openenv_app` on a free port; print its URL (the job of a child process run by
+    OpenEnv's environment)."""
     import uvicorn
 
     app = openenv_app()  # imports first, so that the server answers as soon as it says where it is
@@ -86,9 +96,15 @@ def run_openenv_server() -> None:
     uvicorn.Server(uvicorn.Config(app, log_level="warning")).run(sockets=[sock])
 
 
+def cpu_seconds(pid: int) -> float:
+    """CPU time a process has used so far (all its threads, user and system), from /proc."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def start(command: list[str], quiet: bool = False) -> tuple[subprocess.Popen, str]:
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL if quiet else None,
-                               text=True, cwd=Path(__file__).resolve().parents[2])
+                               text=True, cwd=REPO)
     line: list[str] = []
     reader = threading.Thread(target=lambda: line.append(process.stdout.readline()), daemon=True)
     reader.start()
@@ -102,8 +118,27 @@ def start(command: list[str], quiet: bool = False) -> tuple[subprocess.Popen, st
 
 # ---- the client ---------------------------------------------------------------------------
 
-async def play(url: str, sessions: int, duration: float, seed: int) -> tuple[int, list[float]]:
-    """Drive ``sessions`` sessions for ``duration`` seconds; (steps, step latencies)."""
+def drive(url: str, sessions: int, duration: float, seed: int, pool: ProcessPoolExecutor) -> tuple[int, list[float]]:
+    """Drive ``sessions`` sessions for ``duration`` seconds from the client processes of ``pool``
+    (as many as share the sessions evenly); (steps, step latencies + the longest wall time)."""
+    processes = max(n for n in range(1, CLIENT_PROCESSES + 1) if sessions % n == 0)
+    share = sessions // processes
+    runs = [pool.submit(_play, url, share, duration, seed, share * i) for i in range(processes)]
+    count, latencies, wall = 0, [], 0.0
+    for run in runs:
+        steps, times = run.result()
+        count, wall = count + steps, max(wall, times.pop())
+        latencies.extend(times)
+    return count, latencies + [wall]
+
+
+def _play(url: str, sessions: int, duration: float, seed: int, first: int) -> tuple[int, list[float]]:
+    return asyncio.run(play(url, sessions, duration, seed, first))
+
+
+async def play(url: str, sessions: int, duration: float, seed: int, first: int = 0) -> tuple[int, list[float]]:
+    """Drive sessions ``first`` to ``first + sessions - 1`` for ``duration`` seconds, in this
+    process; (steps, step latencies + the wall time)."""
     from websockets.asyncio.client import connect
 
     latencies: list[float] = []
@@ -128,7 +163,7 @@ async def play(url: str, sessions: int, duration: float, seed: int) -> tuple[int
                     done = reply["data"]["done"]
 
     started = time.perf_counter()
-    await asyncio.gather(*(session(i) for i in range(sessions)))
+    await asyncio.gather(*(session(i) for i in range(first, first + sessions)))
     return len(latencies), latencies + [time.perf_counter() - started]  # the wall time rides along
 
 
@@ -140,53 +175,55 @@ def main() -> None:
         return run_openenv_server()
     if args.impl == "reference":
         no_counterpart("gem-llm has no environment server; this workload compares gem serve with OpenEnv's server")
-    try:
-        import openenv  # noqa: F401
-    except ImportError:
-        raise SystemExit("This workload needs OpenEnv's package: pip install openenv-core") from None
+    made = subprocess.run([sys.executable, str(REPO / "scripts" / "openenv_env.py")], capture_output=True, text=True)
+    if made.returncode != 0:
+        raise SystemExit(f"OpenEnv's environment could not be made: {made.stderr[-2000:]}")
+    openenv_python = made.stdout.strip()
 
-    servers = {
-        "gem_serve": start([sys.executable, "-m", "gem_core.cli", "serve", GAME, "--port", "0",
-                            "--max-sessions", str(max(SESSIONS))]),
-        # quiet: OpenEnv's server logs a traceback for every session a client closes
-        "openenv_server": start([sys.executable, __file__, "--openenv-server"], quiet=True),
-    }
     rounds, duration = (2, 2.0) if args.quick else (4, 4.0)
     steps: dict[tuple[str, int], int] = {}
     walls: dict[tuple[str, int], float] = {}
+    cpu: dict[tuple[str, int], float] = {}
     latencies: dict[tuple[str, int], list[float]] = {}
+    servers: dict[str, tuple[subprocess.Popen, str]] = {}
+    pool = ProcessPoolExecutor(CLIENT_PROCESSES)
     try:
-        for name, (_, url) in servers.items():  # warm up: first connections, imports on first use
-            asyncio.run(play(url, 2, 0.5, seed=0))
+        servers["gem_serve"] = start([sys.executable, "-m", "gem_core.cli", "serve", GAME, "--port", "0",
+                                      "--max-sessions", str(max(SESSIONS))])
+        # quiet: OpenEnv's server logs a traceback for every session a client closes
+        servers["openenv_server"] = start([openenv_python, __file__, "--openenv-server"], quiet=True)
+        for name, (_, url) in servers.items():  # warm up: first connections, imports on first use, the pool
+            drive(url, 2 * CLIENT_PROCESSES, 0.5, 0, pool)
         for round_ in range(rounds):
             order = list(servers) if round_ % 2 == 0 else list(servers)[::-1]
             for sessions in SESSIONS:
                 for name in order:
-                    count, times = asyncio.run(play(servers[name][1], sessions, duration, seed=round_ + 1))
+                    process, url = servers[name]
+                    before = cpu_seconds(process.pid)
+                    count, times = drive(url, sessions, duration, round_ + 1, pool)
                     key = (name, sessions)
+                    cpu[key] = cpu.get(key, 0.0) + cpu_seconds(process.pid) - before
                     steps[key] = steps.get(key, 0) + count
                     walls[key] = walls.get(key, 0.0) + times.pop()
                     latencies.setdefault(key, []).extend(times)
                     print(f"round {round_ + 1}: {name} x{sessions}: {count / duration:.0f} steps/s",
                           file=sys.stderr, flush=True)
     finally:
+        pool.shutdown(cancel_futures=True)
         for process, _ in servers.values():
             process.terminate()
             process.wait(timeout=10)
-    metrics = {}
+    metrics = Metrics()
     for (name, sessions), count in steps.items():
         times = latencies[(name, sessions)]
-        metrics[f"{name}_steps_per_s_{sessions}"] = {"value": count / walls[(name, sessions)], "unit": "steps/s",
-                                                     "better": "higher"}
-        metrics[f"{name}_step_p50_ms_{sessions}"] = {"value": percentile(times, 0.5) * 1000, "unit": "ms",
-                                                     "better": "lower"}
-        metrics[f"{name}_step_p99_ms_{sessions}"] = {"value": percentile(times, 0.99) * 1000, "unit": "ms",
-                                                     "better": "lower"}
+        metrics.add(f"{name}_steps_per_s_{sessions}", count / walls[(name, sessions)], "steps/s")
+        metrics.add(f"{name}_step_p50_ms_{sessions}", percentile(times, 0.5) * 1000, "ms", "lower")
+        metrics.add(f"{name}_step_p99_ms_{sessions}", percentile(times, 0.99) * 1000, "ms", "lower")
+        metrics.add(f"{name}_cpu_us_per_step_{sessions}", cpu[(name, sessions)] / count * 1e6, "us", "lower")
     for sessions in SESSIONS:
         ratio = metrics[f"gem_serve_steps_per_s_{sessions}"]["value"] / metrics[f"openenv_server_steps_per_s_{sessions}"]["value"]
-        metrics[f"speedup_vs_openenv_{sessions}"] = {"value": ratio, "unit": "x", "better": "higher"}
-    print(json.dumps({"metrics": metrics}))
-
+        metrics.add(f"speedup_vs_openenv_{sessions}", ratio, "x")
+    metrics.emit()
 
 if __name__ == "__main__":
     main()

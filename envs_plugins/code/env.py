@@ -50,24 +50,12 @@ class CodeEnv(DatasetEnv):
 
     blocking = True  # a step waits on a sandboxed process
 
-    def __init__(
-        self,
-        dataset_name: str | None = None,
-        split: str | None = None,
-        path: str | os.PathLike[str] | None = None,
-        dataset: Any = None,
-        question_key: str = "problem",
-        test_key: str = "tests",
-        shuffle: bool = True,
-        max_tests: int | None = 12,
-        per_test_timeout: float = 5.0,
-        total_timeout: float = 30.0,
-        memory_mb: int = 1024,
-        prompt_template: str = "{problem}",
-        sandbox: str = "warm",
-        allow_unsandboxed: bool = False,
-        env_id: str | None = None,
-    ):
+    def __init__(self, dataset_name: str | None = None, split: str | None = None,
+                 path: str | os.PathLike[str] | None = None, dataset: Any = None, *,
+                 question_key: str = "problem", test_key: str = "tests", shuffle: bool = True,
+                 max_tests: int | None = 12, per_test_timeout: float = 5.0, total_timeout: float = 30.0,
+                 memory_mb: int = 1024, prompt_template: str = "{problem}", sandbox: str = "warm",
+                 allow_unsandboxed: bool = False, env_id: str | None = None):
         env_id = env_id or "a code environment"
         self.limits = Limits(per_test_timeout, total_timeout, memory_mb)
         if sandbox not in SANDBOX_MODES:

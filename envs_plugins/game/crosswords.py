@@ -69,11 +69,12 @@ class CrosswordsEnv(GameEnv):
         self.letter_cells = self.hidden_left = sum(row.count(HIDDEN) for row in self.board)
 
     def instructions(self) -> str:
+        row, col = next((r, c) for r, line in enumerate(self.board) for c, ch in enumerate(line) if ch == HIDDEN)
         return (
             "Let's play Crosswords.\n"
             "Fill the grid from the clues. Rows and columns are numbered from 0; '_' is a letter "
             "to find and '.' a black cell. Each turn, write one letter as \\boxed{ROW COL LETTER}, "
-            f"e.g. \\boxed{{0 2 E}}. You have {self.max_turns} turns. Only the last \\boxed{{}} counts."
+            f"e.g. \\boxed{{{row} {col} E}}. You have {self.max_turns} turns. Only the last \\boxed{{}} counts."
         )
 
     def task_suffix(self) -> str:

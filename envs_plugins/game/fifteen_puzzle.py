@@ -67,7 +67,8 @@ class FifteenPuzzleEnv(GameEnv):
         self.blank = tiles.index(0)
 
     def instructions(self) -> str:
-        return _instructions(self.greatest_number, self.max_turns)
+        example = next(iter(_blank_targets(self.num_rows)[self.blank]))  # a move the layout allows
+        return _instructions(self.greatest_number, self.max_turns, example)
 
     def task_suffix(self) -> str:
         return f"Here is the board:\n{self.render()}\nEnter your move."
@@ -147,7 +148,7 @@ def _starts_2x2() -> tuple[tuple[int, ...], ...]:
 
 
 @cache
-def _instructions(greatest: int, turns: int) -> str:
+def _instructions(greatest: int, turns: int, example: str) -> str:
     return (
         f"Let's play the {greatest}-puzzle.\n"
         f"Slide the tiles until they read 1 to {greatest} in order, row by row, "
@@ -157,5 +158,5 @@ def _instructions(greatest: int, turns: int) -> str:
         "- down: the tile above the space moves down\n"
         "- left: the tile right of the space moves left\n"
         "- right: the tile left of the space moves right\n"
-        "Put your move in \\boxed{}, e.g. \\boxed{up}. Only the last \\boxed{} counts."
+        f"Put your move in \\boxed{{}}, e.g. \\boxed{{{example}}}. Only the last \\boxed{{}} counts."
     )

@@ -54,13 +54,15 @@ class SudokuEnv(GameEnv):
     def instructions(self) -> str:
         n = self.scale
         b = math.isqrt(n)
+        i = self.board.index(0)  # the example names the first empty cell (a legal move is a correct one)
+        row, col, digit = i // n + 1, i % n + 1, self.solution[i]
         return (
             f"Let's play Sudoku on a {n}x{n} grid.\n"
             f"Rows and columns are numbered 1 to {n}. Empty cells are shown as '.'.\n"
             f"Fill every empty cell with a digit from 1 to {n} so that each row, each column and "
             f"each {b}x{b} box contains every digit exactly once. The puzzle has exactly one solution.\n"
-            f"Fill one cell per turn by writing \\boxed{{ROW COL DIGIT}}, e.g. \\boxed{{1 2 {n}}} puts "
-            f"{n} in row 1, column 2. Do not overwrite filled cells; a digit that breaks the rules "
+            f"Fill one cell per turn by writing \\boxed{{ROW COL DIGIT}}, e.g. \\boxed{{{row} {col} {digit}}} puts "
+            f"{digit} in row {row}, column {col}. Do not overwrite filled cells; a digit that breaks the rules "
             f"is rejected. You have {self.max_turns} turns. Only the last \\boxed{{}} counts."
         )
 

@@ -112,13 +112,20 @@ def _listed_words(length: int) -> ListedMoves[str]:
     return ListedMoves.of((word, word) for word in words.words_of_length(length))
 
 
+def _example_word(length: int) -> str:
+    """A word the prompt shows as an example: PLANET's first letters if they are a word, else the
+    first listed word of that length."""
+    listed = words.words_of_length(length)
+    return "PLANET"[:length] if "PLANET"[:length] in listed else listed[0]
+
+
 @cache
 def _instructions(real_words: bool, length: int, turns: int) -> str:
     real = " It must be a real English word." if real_words else ""
     return (
         "Let's play Wordle.\n"
         f"Find my secret {length}-letter English word within {turns} turns. "
-        f"Put each guess in \\boxed{{}}, for example \\boxed{{{'PLANET'[:length]}}}.{real}\n"
+        f"Put each guess in \\boxed{{}}, for example \\boxed{{{_example_word(length)}}}.{real}\n"
         "After each guess I mark every letter:\n"
         "  G (green): the right letter in the right place\n"
         "  Y (yellow): the letter is in the word but in another place\n"

@@ -13,28 +13,31 @@ Grading, as TAU-bench grades: reward 1 (to both agents) when the store at the en
 store after replaying the task's ground-truth tool calls, and every amount the task requires
 appears in some assistant message; otherwise 0. ``info["outcome"]`` is ``win`` or ``loss``.
 
-The user is scripted and deterministic (:meth:`CustomerServiceEnv.scripted_action`): it states
-its request, gives its email, name and zip code, order id, reason, items, new variants or
+The user is scripted and deterministic by default (:meth:`CustomerServiceEnv.scripted_action`): it
+states its request, gives its email, name and zip code, order id, reason, items, new variants or
 address when asked, confirms with "yes" when asked to confirm, and stops once told the request is
-done (or after two replies that ask nothing it can answer). ``user_policy`` replaces it with any
-callable, e.g. a model served behind an OpenAI-compatible endpoint.
+done (or after two replies that ask nothing it can answer). ``user`` replaces it with a model
+behind an OpenAI-compatible endpoint that plays the customer with the task's hidden goal
+(:mod:`gem_envs.multiagent.llm_user`); ``user_policy`` with any callable of the user's observation.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from gem_core.errors import GemError
 from gem_core.multiagent import AgentDicts, MultiAgentEnv
 
+from gem_envs.multiagent.llm_user import LLMUser, goal
 from gem_envs.multiagent.retail_store import POLICY, Store, replayed
 
 TASKS_FILE = Path(__file__).with_name("customer_service_tasks.json")
 STOP = "###STOP###"
+GREETING = "Hello, how can I help you?"
 TOOL_CALL = re.compile(r"<tool_call>(.*?)</tool_call>", re.DOTALL)
 TOOLS = """Tools: find_user_id_by_email(email); find_user_id_by_name_zip(first_name, last_name, zip);
 get_user_details(user_id); get_order_details(order_id); get_product_details(product_id);
@@ -66,19 +69,32 @@ def tool_call(action: str) -> tuple[str, Any] | str | None:
 
 
 class CustomerServiceEnv(MultiAgentEnv):
-    """See the module documentation. ``task_index`` fixes the task (default: drawn per seed)."""
+    """See the module documentation. ``task_index`` fixes the task (default: drawn per seed).
+
+    ``user`` makes the user a model: an :class:`~gem_envs.multiagent.llm_user.LLMUser` or its
+    settings (``{"model": NAME, "base_url": URL, ...}``). Its replies come from the endpoint, so a
+    server that fails after its retries raises :class:`~gem_core.endpoint.EndpointError` from
+    ``reset`` or ``step`` (in a vector environment, a fault that ends the episode).
+    """
 
     def __init__(self, task_index: int | None = None, max_turns: int = 30,
-                 user_policy: Callable[[str], str] | None = None):
+                 user_policy: Callable[[str], str] | None = None,
+                 user: LLMUser | Mapping[str, Any] | None = None):
         super().__init__()
         self.possible_agents = ["assistant", "user"]
         self.tasks = load_tasks()
         if task_index is not None and not 0 <= task_index < len(self.tasks):
             raise GemError(f"task_index must be within 0-{len(self.tasks) - 1}, not {task_index}.")
+        if user is not None and user_policy is not None:
+            raise GemError("Give the user as user= (a model) or user_policy= (a callable), not both.")
         self.task_index, self.max_turns, self.user_policy = task_index, max_turns, user_policy
+        self.llm_user = LLMUser.of(user) if user is not None else None
+        if self.llm_user is not None:
+            self.blocking = True  # type: ignore[misc]  # each user reply waits on the server
         self.task: dict[str, Any] = {}
         self.store = Store()
         self.replies: list[str] = []  # the assistant's messages to the user
+        self.dialogue: list[tuple[str, str]] = []  # (speaker, message) between assistant and user, in order
         self.for_assistant = self.for_user = ""
         self.assistant_turns = self.unanswered = 0
         self._next = "assistant"
@@ -88,8 +104,10 @@ class CustomerServiceEnv(MultiAgentEnv):
         self.task = self.tasks[index]
         self.store = Store()
         self.replies, self.assistant_turns, self.unanswered = [], 0, 0
-        self.for_user = "Hello, how can I help you?"
+        self.for_user = GREETING
+        self.dialogue = [("assistant", GREETING)]
         opening = self.user_message(self.observe("user"))
+        self.dialogue.append(("user", opening))
         self.for_assistant = f"{POLICY}\n{TOOLS}\n\nUser: {opening}"
         self._next = "assistant"
 
@@ -114,6 +132,7 @@ class CustomerServiceEnv(MultiAgentEnv):
             call = tool_call(action)
             if call is None:
                 self.replies.append(action)
+                self.dialogue.append(("assistant", action))
                 self.for_user, self._next = action, "user"
             else:
                 result = call if isinstance(call, str) else self.store.call(*call)
@@ -122,6 +141,7 @@ class CustomerServiceEnv(MultiAgentEnv):
             truncated = self.assistant_turns >= self.max_turns
         else:
             message = str(actions["user"])
+            self.dialogue.append(("user", message))
             self.store.confirmed = bool(re.search(r"\byes\b", message.lower()))
             ended = STOP in message
             self.for_assistant, self._next = f"User: {message}", "assistant"
@@ -151,6 +171,9 @@ class CustomerServiceEnv(MultiAgentEnv):
         return self.user_message(self.observe("user"))
 
     def user_message(self, observation: str) -> str:
+        if self.llm_user is not None:
+            seed = self.bot_rng.randrange(2**31)  # replays with the episode seed, where the server samples
+            return self.llm_user.reply(goal(self.user, self.task, STOP), self.dialogue, seed=seed)
         if self.user_policy is not None:
             return str(self.user_policy(observation))
         return self.scripted_reply(self.for_user)
@@ -201,6 +224,8 @@ def register_customer_service(register: Callable[..., Any]) -> None:
     """Register the task's ids with ``register`` (the pack's registration callable)."""
     entry_point = "gem_envs.multiagent.customer_service:CustomerServiceEnv"
     register("multiagent:RetailService-v0", entry_point,
-             description="Customer service with store tools under a policy; a scripted user. Multi-agent.")
+             description="Customer service with store tools under a policy; a scripted user, or a model "
+                         "(user={model: NAME, base_url: URL}). Multi-agent.")
     register("multiagent:RetailService-v0-assistant", entry_point, wrappers=[("versus", {"seat": "assistant"})],
-             description="Customer service with store tools under a policy: you are the assistant; a scripted user.")
+             description="Customer service with store tools under a policy: you are the assistant; a scripted "
+                         "user, or a model (user={model: NAME, base_url: URL}).")

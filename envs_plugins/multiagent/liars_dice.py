@@ -47,7 +47,16 @@ class LiarsDiceEnv(TurnGame):
         return (f"{self.header(agent)} Bid that at least QUANTITY dice on the table show FACE, higher than the "
                 f"last bid, or call it a lie.\nYour dice: {mine}\nDice per player: {counts} ({self.in_play()} in play)\n"
                 f"Current bid: {bid}\n{self.recent(4)}\n"
-                + self.footer(agent, "Your move: \\boxed{QUANTITY FACE} (e.g. \\boxed{2 5}) or \\boxed{liar}."))
+                + self.footer(agent, f"Your move: \\boxed{{QUANTITY FACE}} (e.g. \\boxed{{{self.example_move()}}}) "
+                              "or \\boxed{liar}."))
+
+    def example_move(self) -> str:
+        """The smallest legal raise, the prompt's example (``liar`` when no raise is left)."""
+        if self.bid is None:
+            return "1 5"
+        quantity, face = self.bid
+        raise_ = (quantity, face + 1) if face < 6 else (quantity + 1, 1)
+        return f"{raise_[0]} {raise_[1]}" if raise_[0] <= self.in_play() else "liar"
 
     def parse(self, move: str | None) -> tuple[int, int] | str | None:
         """``"liar"``, a legal raise ``(quantity, face)``, or None."""

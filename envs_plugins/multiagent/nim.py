@@ -27,7 +27,14 @@ class NimEnv(TurnGame):
         piles = ", ".join(f"pile {i + 1}: {n}" for i, n in enumerate(self.piles))
         return (f"{self.header(agent)} Take one or more stones from one pile; whoever takes the last stone "
                 f"wins.\nPiles: {piles}\n{self.recent(2)}\n"
-                + self.footer(agent, "Your move: \\boxed{PILE COUNT}, e.g. \\boxed{1 2} takes 2 stones from pile 1."))
+                + self.footer(agent, self.move_prompt()))
+
+    def move_prompt(self) -> str:
+        """How to move, with a legal example: up to 2 stones from the first pile that has any."""
+        pile = next((i for i, n in enumerate(self.piles) if n), 0)
+        count = max(1, min(2, self.piles[pile] if self.piles else 1))
+        stones = "stone" if count == 1 else "stones"
+        return f"Your move: \\boxed{{PILE COUNT}}, e.g. \\boxed{{{pile + 1} {count}}} takes {count} {stones} from pile {pile + 1}."
 
     def legal(self, move: str | None) -> tuple[int, int] | None:
         parts = move.split() if move else []

@@ -2,7 +2,7 @@
 multi-agent environment itself), ``-selfplay`` (one policy plays every seat) and ``-vs-bot`` (the
 policy plays a random seat against the game's scripted bots; ``gem play`` and ``gem eval`` report
 a win rate on these). The customer-service task has ``multiagent:RetailService-v0`` and
-``-assistant`` (the policy is the assistant, a scripted user the customer)."""
+``-assistant`` (the policy is the assistant; the customer is scripted, or a model given as ``user=``)."""
 
 from gem_core import hookimpl
 

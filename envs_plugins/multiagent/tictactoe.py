@@ -40,7 +40,12 @@ class TicTacToeEnv(TurnGame):
     def observe(self, agent: str) -> str:
         return (f"{self.header(agent)} You play {MARKS[agent]}. Cells are numbered 1-9, 1-3 the top row; "
                 f"three in a row wins.\n{self.render()}\n{self.recent(2)}\n"
-                + self.footer(agent, "Your move: a free cell number in \\boxed{}, e.g. \\boxed{5}."))
+                + self.footer(agent, f"Your move: a free cell number in \\boxed{{}}, e.g. \\boxed{{{self.example_cell()}}}."))
+
+    def example_cell(self) -> int:
+        """The cell the prompt gives as an example: a free one (the centre while it is free)."""
+        free = self.free_cells()
+        return free[0] if free and 5 not in free else 5
 
     def play(self, actions: dict[str, str], rewards: dict[str, float], infos: dict[str, dict[str, Any]]) -> None:
         (agent, action), = actions.items()

@@ -42,20 +42,11 @@ class QaEnv(DatasetEnv):
     question comes once per pass, and ``reset(index=i)`` returns question ``i``.
     """
 
-    def __init__(
-        self,
-        dataset_name: str | None = None,
-        split: str | None = None,
-        path: str | os.PathLike[str] | None = None,
-        dataset: Any = None,
-        question_key: str = "question",
-        answer_key: str = "answer",
-        shuffle: bool = True,
-        extract_boxed: bool = False,
-        prompt_template: str | None = None,
-        format_penalty: float = Reward.NO_ANSWER,
-        env_id: str | None = None,
-    ):
+    def __init__(self, dataset_name: str | None = None, split: str | None = None,
+                 path: str | os.PathLike[str] | None = None, dataset: Any = None, *,
+                 question_key: str = "question", answer_key: str = "answer", shuffle: bool = True,
+                 extract_boxed: bool = False, prompt_template: str | None = None,
+                 format_penalty: float = Reward.NO_ANSWER, env_id: str | None = None):
         env_id = env_id or "a QA environment"
         rows = load_rows(env_id, dataset_name=dataset_name, split=split, path=path, dataset=dataset,
                          columns={"question_key": question_key, "answer_key": answer_key})

@@ -20,6 +20,7 @@ the container (``--rm``); containers whose owner died are also removed when the 
 
 from __future__ import annotations
 
+import dataclasses
 import fnmatch
 import functools
 import hashlib
@@ -29,16 +30,16 @@ import shutil
 import socket
 import subprocess
 import tempfile
-import threading
 import uuid
+import warnings
 from collections.abc import Mapping
 from pathlib import Path
 
 from gem_core.errors import GemError
 from gem_core.sandbox.python import Limits
 
-from gem_envs.terminal.pytest_kit import cache_root
-from gem_envs.terminal.sandbox import _LOADER, LOGS_DIR, TESTS_DIR, ShellSandbox
+from gem_envs.terminal.cache import locked
+from gem_envs.terminal.sandbox import LOADER, LOGS_DIR, TESTS_DIR, ShellSandbox
 
 ENGINES = ("podman", "docker")
 LABEL = "gem.terminal"  # on every container GEM starts; its value names the owner, "<host>:<boot>:<pid>"
@@ -69,6 +70,19 @@ def engine_problem(engine: str) -> str | None:
         return f"`{engine} version` failed: {e}"
     if result.returncode != 0:
         return f"{engine} cannot reach its engine: {result.stderr.strip()[-300:]}"
+    return None
+
+
+@functools.lru_cache(maxsize=None)
+def disk_quota_problem(engine: str) -> str | None:
+    """Why ``engine`` cannot cap a container's disk (``--storage-opt size``), or None when it can:
+    its overlay storage must lie on XFS (asked once per process)."""
+    form = ("{{.Store.GraphDriverName}} {{index .Store.GraphStatus \"Backing Filesystem\"}}" if engine == "podman" else
+            "{{.Driver}} {{range .DriverStatus}}"
+            "{{if eq (index . 0) \"Backing Filesystem\"}}{{index . 1}}{{end}}{{end}}")
+    driver, _, backing = _cli(engine, "info", "--format", form).stdout.strip().partition(" ")
+    if driver.startswith("overlay") and backing != "xfs":
+        return f"{engine}'s {driver} storage lies on {backing or 'a file system'} rather than XFS"
     return None
 
 
@@ -108,7 +122,7 @@ def image_for(engine: str, task, base_images: Mapping[str, str], build_timeout: 
     tag = f"localhost/gem-terminal/{_slug(task.name)}:{_content_key(dockerfile, context)}"
     if (engine, tag) in _ready:
         return tag
-    with _build_lock(tag):
+    with locked(f"build {tag}"):
         if not _image_exists(engine, tag):
             _build(engine, tag, dockerfile, context, task.name, build_timeout)
     _ready.add((engine, tag))
@@ -151,26 +165,38 @@ class ContainerSandbox(ShellSandbox):
 
     ``limits``: ``memory_mb`` is the container's memory (and each process's address space),
     ``max_processes`` its process count, ``max_file_mb`` the largest file, ``timeout`` the longest
-    command; ``cpus`` its CPU share. ``network`` turns the engine's default network on. ``binds``
-    maps host folders to read-only paths in the container; ``env`` adds variables to the image's.
+    command; ``cpus`` its CPU share. ``disk_mb`` caps its writable layer where the engine's storage
+    can (:func:`disk_quota_problem`), else only each file, at that size, with a warning.
+    ``network`` turns the engine's default network on. ``binds`` maps host folders to read-only
+    paths in the container; ``env`` adds variables to the image's.
     """
 
     kind = "container"
 
     def __init__(self, engine: str, image: str, limits: Limits, workdir: str, env: Mapping[str, str] | None = None,
-                 network: bool = False, cpus: float = 1.0, binds: tuple[tuple[str, str], ...] = ()):
+                 network: bool = False, cpus: float = 1.0, binds: tuple[tuple[str, str], ...] = (),
+                 disk_mb: int | None = None):
         require(engine)
         _sweep_once(engine)
-        self.engine, self.limits, self.workdir = engine, limits, workdir
+        disk = []
+        if disk_mb is not None:
+            problem = disk_quota_problem(engine)
+            if problem is None:
+                disk = ["--storage-opt", f"size={disk_mb}m"]
+            else:
+                limits = dataclasses.replace(limits, max_file_mb=min(limits.max_file_mb, disk_mb))
+                warnings.warn(f"A terminal task's disk of {disk_mb} MB cannot be enforced ({problem}); each file is "
+                              f"capped at {limits.max_file_mb} MB instead.", stacklevel=3)
+        self.engine, self.limits, self.workdir, self.network = engine, limits, workdir, network
         self.name = f"gem-terminal-{uuid.uuid4().hex[:12]}"
         argv = [engine, "run", "-i", "--rm", "--init", "--name", self.name, "--label", f"{LABEL}={_owner()}",
                 "--log-driver", "none", "--memory", f"{limits.memory_mb}m", "--memory-swap", f"{limits.memory_mb}m",
-                "--pids-limit", str(limits.max_processes), "--cpus", f"{cpus:g}", "--workdir", "/",
+                "--pids-limit", str(limits.max_processes), "--cpus", f"{cpus:g}", "--workdir", "/", *disk,
                 *([] if network else ["--network", "none"]),
                 *(arg for host, inside in binds for arg in ("-v", f"{host}:{inside}:ro")),
                 "--entrypoint", "/bin/sh", image, "-c", _START.format(dirs=" ".join(map(_quote, (workdir, TESTS_DIR,
                                                                                               LOGS_DIR))),
-                                                                    loader=_quote(_LOADER))]
+                                                                    loader=_quote(LOADER))]
         config = {"env": {"TERM": "dumb", **(env or {})}, "cwd": workdir, "inherit_env": True, "as_root": True}
         self._launch(argv, config)
 
@@ -250,31 +276,6 @@ def _content_key(dockerfile: str, context: Path) -> str:
 
 def _slug(name: str) -> str:
     return re.sub(r"[^a-z0-9._-]+", "-", name.lower()).strip("-._") or "task"
-
-
-_locks: dict[str, threading.Lock] = {}
-_locks_guard = threading.Lock()
-
-
-class _build_lock:
-    """One build of an image at a time, across threads (a lock) and processes (a lock file)."""
-
-    def __init__(self, tag: str):
-        with _locks_guard:
-            self.thread_lock = _locks.setdefault(tag, threading.Lock())
-        self.path = cache_root() / "locks" / (hashlib.sha256(tag.encode()).hexdigest()[:16] + ".lock")
-
-    def __enter__(self):
-        import fcntl
-
-        self.thread_lock.acquire()
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.file = open(self.path, "w")
-        fcntl.flock(self.file, fcntl.LOCK_EX)
-
-    def __exit__(self, *exc):
-        self.file.close()
-        self.thread_lock.release()
 
 
 def _owner() -> str:

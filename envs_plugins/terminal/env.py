@@ -11,10 +11,13 @@ same sandbox; the reward is the weighted fraction that passed.
 from __future__ import annotations
 
 import copy
-import functools
+import dataclasses
 import inspect
 import io
+import json
+import math
 import re
+import shlex
 import tarfile
 import threading
 import time
@@ -34,6 +37,7 @@ from gem_envs.terminal.tasks import (BACKENDS, BUILTIN_DIR, DIFFICULTIES, HARBOR
                                      builtin_tasks, load_tasks)
 
 TIMEOUT_EXIT_CODE = 124
+DEFAULT_MEMORY_MB, DEFAULT_DISK_MB, DEFAULT_CPUS, DEFAULT_BUILD_TIMEOUT = 2048, 256, 1.0, 1800.0
 TEST_OUTPUT_KEPT = 2000  # characters of the test script's output in info when it reported no test
 PROMPT = (
     "You are working in a Linux shell (bash) in {workdir}, {network}.\n\n"
@@ -113,13 +117,16 @@ def _yaml_form(body: str) -> tuple[str, Any]:
 
 @dataclass
 class Grade:
-    """The tests' verdict: the weighted fraction passed, and which passed, failed or errored."""
+    """The tests' verdict: the weighted fraction passed (a Harbor task's reward), which tests passed,
+    failed or errored, a Harbor task's named ``rewards``, and ``notes`` grading made on itself."""
 
     score: float
     passed: list[str] = field(default_factory=list)
     failed: list[str] = field(default_factory=list)
     errored: list[str] = field(default_factory=list)
     output: str = ""
+    rewards: dict[str, float] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
 
     def info(self) -> dict[str, Any]:
         info = {"score": self.score, "passed": len(self.passed), "failed": len(self.failed),
@@ -128,7 +135,39 @@ class Grade:
                                                          **{n: "errored" for n in self.errored}}}
         if not self.passed and not self.failed and self.errored:  # the tests reported nothing: say why
             info["test_output"] = self.output[-TEST_OUTPUT_KEPT:]
+        if self.rewards:
+            info["rewards"] = dict(self.rewards)
+        if self.notes:
+            info["test_notes"] = list(self.notes)
         return info
+
+
+# What a Harbor task's tests wrote: the file's name on the first line, then its content.
+_READ_REWARD = (f"cd {LOGS_DIR}/verifier && for f in reward.json reward.txt; do "
+                'if [ -f "$f" ]; then echo "$f"; cat "$f"; exit; fi; done')
+
+
+def read_reward(output: str) -> tuple[float, dict[str, float], str]:
+    """``(episode reward, named rewards, problem)`` from a Harbor task's reward file, read as Harbor
+    reads it: ``/logs/verifier/reward.json`` (a number, or an object of named numbers) before
+    ``reward.txt`` (a number). The episode reward is the one named ``reward``, else the only one,
+    else their mean. A missing or unreadable file gives 0.0, and ``problem`` says why."""
+    name, _, text = output.partition("\n")
+    if name not in ("reward.json", "reward.txt"):
+        return 0.0, {}, f"GEM: the tests wrote neither {LOGS_DIR}/verifier/reward.json nor reward.txt; the reward is 0."
+    try:
+        value = json.loads(text)
+    except ValueError:
+        value = None
+    rewards = value if isinstance(value, dict) else {"reward": value}
+    if not rewards or not all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+                              for v in rewards.values()):
+        return 0.0, {}, (f"GEM: {LOGS_DIR}/verifier/{name} holds {text.strip()[:200]!r}, not "
+                         f"{'a number or named numbers' if name == 'reward.json' else 'a number'}; the reward is 0.")
+    rewards = {str(k): float(v) for k, v in rewards.items()}
+    score = rewards.get("reward", next(iter(rewards.values())) if len(rewards) == 1 else
+                        sum(rewards.values()) / len(rewards))
+    return score, rewards, ""
 
 
 # pytest's summary lines (`pytest -rA`) and unittest's verbose lines (`python3 -m unittest -v`)
@@ -168,17 +207,21 @@ class TerminalEnv(Env):
     (``max_command_timeout`` when it asks for more); its output is kept to ``max_output``
     bytes (head and tail). Limits on every process: ``memory_mb`` of address space,
     ``max_processes``, ``max_file_mb`` per file; the workspace, ``/tmp``, ``/tests`` and ``/logs``
-    hold ``disk_mb`` each (in the bubblewrap sandbox).
+    hold ``disk_mb`` each (in the bubblewrap sandbox). ``memory_mb``, ``cpus``, ``disk_mb`` and
+    ``build_timeout``, when not given, are a Harbor task's own (``memory_mb``, ``cpus``,
+    ``storage_mb``, ``build_timeout_sec`` in its ``task.toml``), else 2048, 1, 256 and 1800.
 
     ``backend``: ``"bubblewrap"`` (the light sandbox, for tasks whose Dockerfile it can read),
     ``"podman"`` or ``"docker"`` (a container built from the task's Dockerfile, with ``memory_mb``
     of memory, ``max_processes`` processes and ``cpus`` CPUs), or ``"auto"``: bubblewrap for each
     task that needs nothing else, else a container engine that is present. ``network`` turns the
-    container's network on (it is off by default; the bubblewrap sandbox has none).
+    container's network on (it is off by default; the bubblewrap sandbox has none), for the tasks
+    whose ``task.toml`` does not turn it off.
     ``base_images`` maps image names (exact, or shell patterns) to local images for building.
 
-    Rewards: 0 per command; at the end, the weighted fraction of tests passed, plus
-    :attr:`Reward.FORMAT_ERROR` if the episode ended on a malformed action. ``terminated`` after
+    Rewards: 0 per command; at the end, the weighted fraction of tests passed (a Harbor task's:
+    the reward its tests wrote, see :func:`read_reward`), plus :attr:`Reward.FORMAT_ERROR` if the
+    episode ended on a malformed action. ``terminated`` after
     ``<finish>`` or a format error, ``truncated`` at ``max_turns`` or when the commands have used
     the task's time budget (``agent_timeout``).
     """
@@ -195,23 +238,24 @@ class TerminalEnv(Env):
         command_timeout: float = 30.0,
         max_command_timeout: float = 180.0,
         max_output: int = 8192,
-        memory_mb: int = 2048,
+        memory_mb: int | None = None,
         max_processes: int = 128,
         max_file_mb: int = 128,
-        disk_mb: int = 256,
+        disk_mb: int | None = None,
         backend: str = "auto",
         network: bool = False,
         base_images: Mapping[str, str] | None = None,
-        cpus: float = 1.0,
-        build_timeout: float = 1800.0,
+        cpus: float | None = None,
+        build_timeout: float | None = None,
     ):
         if difficulty is not None and difficulty not in DIFFICULTIES:
             raise GemError(f"difficulty must be one of {', '.join(DIFFICULTIES)}, not {difficulty!r}.")
         if backend not in BACKENDS:
             raise GemError(f"backend must be one of {', '.join(BACKENDS)}, not {backend!r}.")
-        if not (isinstance(cpus, (int, float)) and cpus > 0):
+        if cpus is not None and not (isinstance(cpus, (int, float)) and not isinstance(cpus, bool) and cpus > 0):
             raise GemError(f"cpus must be a positive number, not {cpus!r}.")
-        self.backend, self.network, self.cpus, self.build_timeout = backend, bool(network), float(cpus), build_timeout
+        self.backend, self.network, self.cpus, self.build_timeout = backend, bool(network), cpus, build_timeout
+        self.memory_mb, self.disk_mb = memory_mb, disk_mb
         self.base_images = dict(base_images or {})
         if tasks is None:
             tasks = load_tasks(path, backend, self.network) if path is not None else builtin_tasks()
@@ -228,11 +272,12 @@ class TerminalEnv(Env):
         if not 0 < command_timeout <= max_command_timeout:
             raise GemError("command_timeout must be positive and at most max_command_timeout.")
         self.max_turns, self.command_timeout = max_turns, float(command_timeout)
-        self.limits = Limits(timeout=float(max_command_timeout), memory_mb=memory_mb,
+        self.limits = Limits(timeout=float(max_command_timeout), memory_mb=memory_mb or DEFAULT_MEMORY_MB,
                              cpu_seconds=int(max_command_timeout) * 4, max_processes=max_processes,
-                             max_file_mb=max_file_mb, tmp_mb=disk_mb, max_output=max_output)
+                             max_file_mb=max_file_mb, tmp_mb=disk_mb or DEFAULT_DISK_MB, max_output=max_output)
         self.task: TerminalTask | None = None
         self.sandbox: ShellSandbox | None = None
+        self._tools: tuple[str, list[str]] = ("", [])  # the episode's test tools: the shell line, and notes
         self.turn, self.done, self.agent_seconds = 0, True, 0.0
 
     def _runnable(self, tasks: list[TerminalTask], single: bool) -> list[TerminalTask]:
@@ -262,6 +307,7 @@ class TerminalEnv(Env):
             self.task = self.rng.choice(self.tasks)
         self._start(self.task)
         self._prepare(self.task)
+        self._tools = self._test_tools(self.task)  # now: a tool GEM cannot supply fails before the agent works
         self.turn, self.done, self.agent_seconds = 0, False, 0.0
         return self._prompt(), {"task": self.task.name, "difficulty": self.task.difficulty}
 
@@ -355,16 +401,27 @@ class TerminalEnv(Env):
 
     def _new_sandbox(self, task: TerminalTask) -> ShellSandbox:
         backend = task.backend(self.backend, self.network)
-        kit = _pytest_kit()
-        binds = ((str(kit), pytest_kit.KIT_PATH),) if kit is not None else ()
+        limits = self._limits(task)
+        binds = ((str(pytest_kit.kits_root()), pytest_kit.KITS_PATH),) if task.test_tools else ()
         if backend == "bubblewrap":
-            return TerminalSandbox(self.limits, workdir=task.workdir, env=dict(task.env),
+            return TerminalSandbox(limits, workdir=task.workdir, env=dict(task.env),
                                    hidden=(task.root, BUILTIN_DIR), binds=binds)
         from gem_envs.terminal import container
 
-        image = container.image_for(backend, task, self.base_images, self.build_timeout)
-        return container.ContainerSandbox(backend, image, self.limits, container.image_workdir(backend, image),
-                                          network=self.network, cpus=self.cpus, binds=binds)
+        if task.network_mode == "allowlist" and task.internet(self.network):
+            warnings.warn(f"The terminal task {task.name!r} allows only some hosts (network_mode = \"allowlist\"); "
+                          f"{backend} cannot enforce that: its container gets the whole network.", stacklevel=3)
+        build_timeout = self.build_timeout or task.build_timeout or DEFAULT_BUILD_TIMEOUT
+        image = container.image_for(backend, task, self.base_images, build_timeout)
+        workdir = task.container_workdir or container.image_workdir(backend, image)
+        return container.ContainerSandbox(backend, image, limits, workdir, network=task.internet(self.network),
+                                          cpus=self.cpus or task.cpus or DEFAULT_CPUS, binds=binds,
+                                          disk_mb=self.disk_mb or task.storage_mb)
+
+    def _limits(self, task: TerminalTask) -> Limits:
+        """The limits of ``task``'s episodes: the keywords given, else its task.toml's, else the defaults."""
+        return dataclasses.replace(self.limits, memory_mb=self.memory_mb or task.memory_mb or DEFAULT_MEMORY_MB,
+                                   tmp_mb=self.disk_mb or task.storage_mb or DEFAULT_DISK_MB)
 
     def _prepare(self, task: TerminalTask) -> None:
         """Place the task's files and run its set-up commands (a container's image holds them)."""
@@ -384,36 +441,38 @@ class TerminalEnv(Env):
         self.sandbox.kill_all()  # nothing the agent left running may touch the tests or their results
         self.sandbox.put(TESTS_DIR, _tests_archive(task), clean=True)
         self.sandbox.put(LOGS_DIR, _empty_logs(), clean=True)
-        result = self.sandbox.execute(f"{pytest_kit.test_environment()}; {task.test_command}", timeout=task.test_timeout,
+        setup, notes = self._tools[0], list(self._tools[1])
+        script = "".join(f"echo {shlex.quote(note)}; " for note in notes) + setup + task.test_command
+        result = self.sandbox.execute(script, timeout=task.test_timeout,
                                       env={"TEST_DIR": TESTS_DIR, "T_BENCH_TEST_DIR": TESTS_DIR})
         results = parse_test_output(result.output)
+        rewards: dict[str, float] = {}
         if task.layout == HARBOR:
-            score = self._harbor_reward()
+            score, rewards, problem = read_reward(self.sandbox.execute(_READ_REWARD, timeout=10.0).output)
+            if problem:
+                notes.append(problem)
         else:
             score = weighted_score(results, dict(task.test_weights))
         by = {verdict: [n for n, v in results.items() if v == verdict] for verdict in ("passed", "failed", "errored")}
         if not results and score < 1.0:
             by["errored"].append(task.test_command)  # the tests did not run
         self.sandbox.kill_all()
-        return Grade(score, by["passed"], by["failed"], by["errored"], result.output)
+        return Grade(score, by["passed"], by["failed"], by["errored"], result.output, rewards, notes)
 
-    def _harbor_reward(self) -> float:
-        result = self.sandbox.execute(f"cat {LOGS_DIR}/verifier/reward.txt 2>/dev/null || "
-                                      f"cat {LOGS_DIR}/verifier/reward.json", timeout=10.0)
-        text = result.output.strip()
-        try:
-            if text.startswith("{"):
-                import json
-
-                values = [float(v) for v in json.loads(text).values()]
-                return sum(values) / len(values) if values else 0.0
-            return float(text)
-        except (ValueError, TypeError, AttributeError):
-            return 0.0
+    def _test_tools(self, task: TerminalTask) -> tuple[str, list[str]]:
+        """The shell line that supplies ``task``'s test tools, and what grading should say about them."""
+        if not task.test_tools:
+            return "", []
+        python, notes = self.sandbox.python, []
+        asked = re.search(r"\d+(\.\d+)?", task.test_python)
+        if asked and not (python == asked.group() or python.startswith(asked.group() + ".")):
+            notes.append(f"GEM: the test runner asks for Python {asked.group()}, which uv cannot download offline; "
+                         f"the test tools ({', '.join(pytest_kit.pinned(task.test_tools))}) run on the "
+                         f"{self.sandbox.kind}'s python3 ({python}) instead.")
+        return pytest_kit.test_environment(pytest_kit.kit(task.test_tools, python)) + "; ", notes
 
     def _prompt(self) -> str:
-        network = "with network access" if self.network and not isinstance(self.sandbox, TerminalSandbox) \
-            else "with no network access"
+        network = "with network access" if self.sandbox.network else "with no network access"
         return PROMPT.format(workdir=self.sandbox.workdir, network=network, instruction=self.task.instruction,
                              timeout=self.command_timeout, max_timeout=self.limits.timeout, max_turns=self.max_turns)
 
@@ -466,16 +525,6 @@ def _tests_archive(task: TerminalTask) -> bytes:
         info.size, info.mode = len(script), 0o755
         tar.addfile(info, io.BytesIO(script))
     return buffer.getvalue()
-
-
-@functools.lru_cache(maxsize=1)
-def _pytest_kit():
-    """The pytest kit's folder, or None (with a warning) when pytest is not installed."""
-    try:
-        return pytest_kit.kit()
-    except GemError as e:
-        warnings.warn(f"Terminal tasks graded with pytest will fail: {e}", stacklevel=2)
-        return None
 
 
 def _empty_logs() -> bytes:

@@ -1,89 +1,106 @@
-"""The pytest that GEM supplies to terminal tasks' test runs, so that they grade offline.
+"""The test tools that GEM supplies to terminal tasks' test runs (pytest and its plugins), so
+that they grade offline.
 
-terminal-bench's and Harbor's test scripts fetch pytest with uv at grading time; GEM runs them
-without the network (:func:`gem_envs.terminal.tasks.offline_script`) and puts this kit, a copy of
-the installed pytest and the pure-Python packages it imports, on the test run's ``PYTHONPATH``.
-The kit is made once per set of versions in GEM's cache folder and mounted read-only at
-:data:`KIT_PATH` in the sandbox or container. It needs a ``python3`` of a version this pytest
-supports in the sandbox or image.
+terminal-bench's and Harbor's test scripts fetch their test tools when they run (pytest through
+uv, pinned plugins through ``uvx -w``); GEM runs them without the network
+(:mod:`gem_envs.terminal.test_script`) and puts a kit of those tools first on the test run's
+``PYTHONPATH`` and ``PATH``. A kit is the tools as pip installs them (``pip install --target``:
+packages, their metadata, their console scripts) from GEM's wheelhouse
+(:mod:`gem_envs.terminal.wheelhouse`), for the Python version of the sandbox or image that runs
+the tests. Each is made once per set of requirements and Python version under ``kits/`` in GEM's
+cache folder, which the sandbox or container sees read-only at :data:`KITS_PATH`.
 """
 
 from __future__ import annotations
 
-import functools
 import hashlib
-import os
+import re
 import shutil
+import subprocess
 import sys
 import tempfile
-from importlib import metadata
 from pathlib import Path
+
+from packaging.requirements import Requirement
 
 from gem_core.errors import GemError
 
-KIT_PATH = "/.gem/pytest"  # where the sandbox or container sees the kit
-_DISTRIBUTIONS = ("pytest", "pluggy", "iniconfig", "packaging", "pygments")
-_BEFORE_311 = ("exceptiongroup", "tomli")
-_PYTEST_SHIM = '#!/bin/sh\nexec python3 -m pytest "$@"\n'
+from gem_envs.terminal import wheelhouse
+from gem_envs.terminal.cache import cache_root, locked
+
+KITS_PATH = "/.gem/kits"  # where the sandbox or container sees the kits
+_PIP_TIMEOUT = 600.0
 
 
-def cache_root() -> Path:
-    """GEM's cache folder: ``$GEM_CACHE_DIR``, else ``$XDG_CACHE_HOME/gem``, else ``~/.cache/gem``."""
-    configured = os.environ.get("GEM_CACHE_DIR")
-    if configured:
-        return Path(configured).expanduser()
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "gem"
+def kits_root() -> Path:
+    """The host folder holding every kit (made if missing), mounted at :data:`KITS_PATH`."""
+    root = cache_root() / "kits"
+    root.mkdir(parents=True, exist_ok=True)
+    return root
 
 
-def test_environment() -> str:
-    """Shell ``export`` that puts the kit first on the test run's ``PYTHONPATH`` and ``PATH``."""
-    return f'export PYTHONPATH={KIT_PATH}${{PYTHONPATH:+:$PYTHONPATH}} PATH=$PATH:{KIT_PATH}/bin'
+def pinned(tools: tuple[str, ...]) -> list[str]:
+    """``tools`` with an unpinned ``pytest`` pinned to the version installed here, if any."""
+    result = []
+    for tool in tools:
+        requirement = Requirement(tool)
+        version = wheelhouse.installed_version(tool) if not requirement.specifier else None
+        result.append(f"{requirement.name}=={version}" if version else tool)
+    return result
 
 
-@functools.lru_cache(maxsize=1)
-def kit() -> Path:
-    """The kit's folder on the host (made on first use): the packages, and ``bin/pytest``."""
-    names = _DISTRIBUTIONS + (_BEFORE_311 if sys.version_info < (3, 11) else ())
-    try:
-        dists = [metadata.distribution(name) for name in names]
-    except metadata.PackageNotFoundError as e:
-        raise GemError(f"Grading terminal tasks with pytest needs {e.name} installed in this Python "
-                       "(pip install 'gem-adapters[envs]').") from None
-    key = hashlib.sha256(" ".join(f"{d.metadata['Name']}=={d.version}" for d in dists).encode()).hexdigest()[:16]
-    folder = cache_root() / f"pytest-kit-{key}"
+def kit(tools: tuple[str, ...], python: str) -> Path:
+    """The host folder of the kit that installs ``tools`` for Python ``python`` (``"3.11"``),
+    made on first use; :class:`~gem_core.errors.GemError` when they cannot be supplied."""
+    requirements = sorted(pinned(tools))
+    key = hashlib.sha256(" ".join([python, *requirements]).encode()).hexdigest()[:16]
+    folder = kits_root() / f"py{python}-{key}"
     if folder.is_dir():
         return folder
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=".pytest-kit-", dir=folder.parent))
-    try:
-        for dist in dists:
-            for top in sorted(_top_level(dist)):
-                source = Path(dist.locate_file(top))
-                if source.is_dir():
-                    shutil.copytree(source, staging / top, ignore=shutil.ignore_patterns("__pycache__"))
-                elif source.is_file():
-                    shutil.copy2(source, staging / top)
-        (staging / "bin").mkdir()
-        (staging / "bin" / "pytest").write_text(_PYTEST_SHIM)
-        for path in [staging, *staging.rglob("*")]:  # readable by the sandbox's unprivileged user
-            path.chmod(0o755 if path.is_dir() or path.parent.name == "bin" else 0o644)
+    with locked(f"kit {folder.name}"):
+        if folder.is_dir():
+            return folder
+        wheelhouse.provide(requirements, python)
+        staging = Path(tempfile.mkdtemp(prefix=".staging-", dir=folder.parent))
         try:
+            _install(requirements, python, staging)
             staging.rename(folder)
-        except OSError:  # made meanwhile by another process
+        finally:
             shutil.rmtree(staging, ignore_errors=True)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
     return folder
 
 
-def _top_level(dist: metadata.Distribution) -> set[str]:
-    """The distribution's importable top-level names (packages and modules)."""
-    tops = set()
-    for file in dist.files or ():
-        parts = Path(file).parts
-        if not parts or parts[0] in ("..", "__pycache__") or parts[0].endswith((".dist-info", ".egg-info")):
-            continue
-        if len(parts) > 1 or parts[0].endswith(".py"):
-            tops.add(parts[0])
-    return tops
+def test_environment(kit_folder: Path) -> str:
+    """Shell ``export`` that puts the kit first on the test run's ``PYTHONPATH`` and ``PATH``."""
+    inside = f"{KITS_PATH}/{kit_folder.name}"
+    return f"export PYTHONPATH={inside}${{PYTHONPATH:+:$PYTHONPATH}} PATH={inside}/bin:$PATH"
+
+
+def _install(requirements: list[str], python: str, target: Path) -> None:
+    argv = [sys.executable, "-m", "pip", "install", "--quiet", "--isolated", "--disable-pip-version-check",
+            "--no-warn-script-location", "--no-index", "--find-links", str(wheelhouse.folder()),
+            "--only-binary", ":all:", "--python-version", python, "--target", str(target), *requirements]
+    try:
+        result = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                text=True, errors="replace", timeout=_PIP_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        raise GemError(f"Installing the test tools {' '.join(requirements)} took more than "
+                       f"{_PIP_TIMEOUT:.0f} s.") from None
+    if result.returncode != 0:
+        raise GemError(f"Installing the test tools {' '.join(requirements)} for Python {python} failed (`pip install "
+                       f"--target` said: {result.stdout.strip()[-1500:]}).")
+    for script in (target / "bin").glob("*") if (target / "bin").is_dir() else ():
+        _run_on_python3(script)
+    for path in [target, *target.rglob("*")]:  # readable by the sandbox's unprivileged user
+        path.chmod(0o755 if path.is_dir() or path.parent == target / "bin" else 0o644)
+
+
+_SH_LAUNCHER = re.compile(r"\A#!/bin/sh\n'''exec' .*\n' '''\n")  # pip's launcher for a long interpreter path
+
+
+def _run_on_python3(script: Path) -> None:
+    """Point a console script that pip wrote for this interpreter at the ``python3`` on ``PATH``."""
+    text = script.read_text(errors="surrogateescape")
+    text = _SH_LAUNCHER.sub("#!python\n", text)
+    if text.startswith("#!") and "python" in text.split("\n", 1)[0]:
+        script.write_text("#!/usr/bin/env python3\n" + text.split("\n", 1)[1], errors="surrogateescape")

@@ -41,8 +41,8 @@ _BOOTSTRAP = """\
 """
 # The program line stays short (``ps`` shows it): the bootstrap and the configuration come first
 # on standard input.
-_LOADER = "import sys, json; exec(json.loads(sys.stdin.buffer.readline()))"
-_PROGRAM = ("-I", "-S", "-B", "-c", _LOADER)
+LOADER = "import sys, json; exec(json.loads(sys.stdin.buffer.readline()))"
+_PROGRAM = ("-I", "-S", "-B", "-c", LOADER)
 
 
 @dataclass(frozen=True)
@@ -64,6 +64,8 @@ class ShellSandbox:
     kind = "sandbox"  # what error messages call it
     limits: Limits
     workdir: str
+    python: str  # "3.11": the version of the sandbox's python3
+    network = False  # whether it reaches the network
     _proc: subprocess.Popen | None = None
     _closed = True
 
@@ -82,10 +84,11 @@ class ShellSandbox:
             ready = self._reply(60.0)
         except (SandboxError, ValueError):
             ready = None
-        if ready != {"ready": True}:
+        if not (isinstance(ready, dict) and ready.get("ready") is True):
             self.close()
             why = f": {ready['error']}" if isinstance(ready, dict) and "error" in ready else ""
             raise SandboxError(f"The terminal {self.kind} did not start{why}.")
+        self.python = ready["python"]  # the version of the python3 that runs the supervisor, and the tests
 
     # --- requests ---------------------------------------------------------------------------
 

@@ -340,7 +340,7 @@ def main():
         env = dict(os.environ, **env)
     shell = Shell(cwd, env)
     out = sys.stdout.buffer
-    out.write(b'{"ready": true}\n')
+    out.write(json.dumps({"ready": True, "python": "%d.%d" % sys.version_info[:2]}).encode() + b"\n")
     out.flush()
     for line in sys.stdin.buffer:
         request = json.loads(line)

@@ -13,10 +13,16 @@ starts, unless they install packages or download something, which the sandbox ca
 task records why in :attr:`TerminalTask.sandbox_needs` and runs only in a container
 (:mod:`gem_envs.terminal.container`), which builds the Dockerfile as it is.
 
-Test scripts run offline in both: terminal-bench's and Harbor's standard boilerplate (install curl,
-then uv, then pytest, then run pytest) is recognised and replaced by ``python3 -m pytest`` on a
-pytest that GEM supplies (:mod:`gem_envs.terminal.pytest_kit`). A script that still needs the
-network raises :class:`TaskUnsupportedError` naming the line, unless the network is turned on.
+Test scripts run offline in both (:mod:`gem_envs.terminal.test_script`): the lines of
+terminal-bench's and Harbor's boilerplate that fetch the test tools become no-ops and GEM supplies
+the tools (:mod:`gem_envs.terminal.pytest_kit`). A script that still needs the network raises
+:class:`TaskUnsupportedError` naming the line, unless the network is turned on.
+
+A Harbor task's ``[environment]`` (``cpus``, ``memory_mb``, ``storage_mb``, ``allow_internet`` or
+``network_mode``, ``workdir``, ``build_timeout_sec``, ``docker_image``) and ``[agent]`` and
+``[verifier]`` ``timeout_sec`` are read into :class:`TerminalTask`; a compose file
+(``environment/docker-compose.yaml``, or terminal-bench's ``docker-compose.yaml``) is accepted
+when it describes the one container GEM runs, and refused naming its services otherwise.
 """
 
 from __future__ import annotations
@@ -31,33 +37,17 @@ from pathlib import Path, PurePosixPath
 
 from gem_core.errors import GemError
 
+from gem_envs.terminal.test_script import NEEDS_NETWORK, offline_script
+
 BUILTIN_DIR = Path(__file__).parent / "tasks"
 DIFFICULTIES = ("easy", "medium", "hard")
 TERMINAL_BENCH, HARBOR = "terminal-bench", "harbor"
 _BASE_IMAGES = re.compile(r"(^|[/_-])(debian|ubuntu|python|buildpack-deps)([:_-]|$)|t-bench/(ubuntu|python)")
-_NEEDS = re.compile(
-    r"\b(apt-get|apt|apk|yum|dnf|pip3?|uv|uvx|npm|npx|yarn|conda|cargo|gem|curl|wget|git\s+clone|go\s+(get|install))\b")
 _HARNESS_TOOLS = {"tmux", "asciinema"}  # what terminal-bench's harness installs for itself
 _SYSTEM_DIRS = ("/", "/usr", "/bin", "/sbin", "/lib", "/lib64", "/etc", "/proc", "/dev", "/tmp", "/tests", "/logs")
 BACKENDS = ("auto", "bubblewrap", "podman", "docker")
 CONTAINER_BACKENDS = ("podman", "docker")
-
-# Lines of terminal-bench's and Harbor's test boilerplate that only fetch the test runner, which
-# GEM supplies instead: apt-get update / install of curl, uv's installer, uv's environment and
-# project set-up, and installing pytest alone.
-_PYTEST_DIST = r"pytest(==[\w.]+)?"
-_BOILERPLATE = [re.compile(p) for p in (
-    r"^(sudo\s+)?apt(-get)?\s+(-\S+\s+)*update(\s+-\S+)*$",
-    r"^(sudo\s+)?apt(-get)?\s+(-\S+\s+)*install(\s+-\S+|\s+(curl|ca-certificates|tmux|asciinema))+$",
-    r"^(curl|wget)\s.*astral\.sh/uv/.*\|\s*(ba)?sh$",
-    r"^(source|\.)\s+\S*\.local/bin/env$",
-    r"^uv\s+(init|venv)(\s+\S+)*$",
-    r"^(source|\.)\s+\S*\.venv/bin/activate$",
-    rf"^(uv\s+add|uv\s+pip\s+install|pip3?\s+install|python3?\s+-m\s+pip\s+install)(\s+-\S+)*(\s+{_PYTEST_DIST})+$",
-)]
-# Running pytest through uv: `uv run pytest ARGS`, `uvx [-p X] [-w pytest==V] pytest ARGS`.
-_UV_PYTEST = re.compile(rf"^(uv\s+run(\s+--\S+)*|uvx((\s+(-p|--python)\s+\S+)|(\s+(-w|--with)\s+{_PYTEST_DIST}))*)"
-                        r"\s+pytest\b")
+NETWORK_MODES = ("public", "no-network", "allowlist")  # Harbor's [environment] network_mode
 
 
 class TaskUnsupportedError(GemError):
@@ -86,7 +76,15 @@ class TerminalTask:
     image: str = ""  # a prebuilt image (Harbor's docker_image), used instead of building
     sandbox_needs: str = ""  # why the bubblewrap sandbox cannot run the task ("" when it can)
     test_script: str = ""  # the test script as it runs offline (the boilerplate replaced)
+    test_tools: tuple[str, ...] = ()  # requirements of the test tools GEM supplies to it (none: it runs no pytest)
+    test_python: str = ""  # the Python version its test runner asked for (`uvx -p 3.13`), "" if none
     test_network: str = ""  # why the test script needs the network even so ("" when it does not)
+    cpus: float | None = None  # Harbor's [environment] resources, for its container (None: not given)
+    memory_mb: int | None = None
+    storage_mb: int | None = None
+    network_mode: str = "public"  # Harbor's network_mode (allow_internet = false is "no-network")
+    container_workdir: str = ""  # Harbor's [environment] workdir, in place of the image's WORKDIR
+    build_timeout: float | None = None  # Harbor's [environment] build_timeout_sec
 
     @property
     def tests_dir(self) -> Path:
@@ -108,12 +106,17 @@ class TerminalTask:
         (:attr:`test_script`, copied in as ``test_script_name``)."""
         return [(path, path.name) for path in sorted(self.tests_dir.iterdir()) if path.name != self.test_script_name]
 
+    def internet(self, network: bool) -> bool:
+        """Whether its container has the network when the user turned it on (``network``) or not:
+        only when both the user and the task allow it."""
+        return network and self.network_mode != "no-network"
+
     def backend(self, requested: str = "auto", network: bool = False) -> str:
         """The backend that runs the task: ``requested``, or for ``auto`` bubblewrap when the task
         needs nothing else, else an installed container engine; :class:`TaskUnsupportedError`
         when none can."""
         if requested == "auto":
-            if not (self.sandbox_needs or self.image or (self.test_network and network)):
+            if not (self.sandbox_needs or self.image or (self.test_network and self.internet(network))):
                 requested = "bubblewrap"
             else:
                 from gem_envs.terminal.container import available_engine
@@ -134,8 +137,9 @@ class TerminalTask:
         if backend == "bubblewrap" and self.image:
             raise TaskUnsupportedError(f"it runs in the prebuilt image {self.image!r}, which the bubblewrap "
                                        "sandbox cannot provide; use a container backend (podman or docker).")
-        if self.test_network and not (network and backend != "bubblewrap"):
+        if self.test_network and not (self.internet(network) and backend != "bubblewrap"):
             raise TaskUnsupportedError(self.test_network + (
+                " Its task.toml turns the network off." if network and backend != "bubblewrap" else
                 " Turn the network on (network=True, with a container backend) or install what the tests "
                 "need in the task's image." if backend != "bubblewrap" else
                 " The bubblewrap sandbox has no network; install what the tests need in the task's image and "
@@ -213,12 +217,7 @@ def _terminal_bench(folder: Path) -> TerminalTask:
     if not isinstance(meta, dict) or not isinstance(meta.get("instruction"), str):
         raise GemError(f"{folder / 'task.yaml'} needs an 'instruction' (a string).")
     _require(folder, "run-tests.sh", "tests")
-    compose = folder / "docker-compose.yaml"
-    if compose.is_file():
-        services = (yaml.safe_load(compose.read_text()) or {}).get("services") or {}
-        if len(services) > 1:
-            raise TaskUnsupportedError(f"it needs {len(services)} services ({', '.join(services)}) from "
-                                       "docker compose; GEM runs one container or sandbox per episode.")
+    _check_compose(folder)
     dockerfile = _dockerfile(folder / "Dockerfile", folder)
     weights = meta.get("test_weights") or {}
     return TerminalTask(
@@ -242,18 +241,115 @@ def _harbor(folder: Path) -> TerminalTask:
     except tomllib.TOMLDecodeError as e:
         raise GemError(f"{folder / 'task.toml'} is not valid TOML: {e}") from None
     _require(folder, "instruction.md", "tests/test.sh")
-    environment = meta.get("environment") or {}
+    toml = folder / "task.toml"
+    environment = _table(meta, "environment", toml)
     image = str(environment.get("docker_image") or "")
     dockerfile = {"image": image} if image else _dockerfile(folder / "environment" / "Dockerfile",
                                                              folder / "environment")
-    info = meta.get("metadata") or {}
+    _check_compose(folder / "environment")
+    settings = _environment_settings(environment, toml)
+    if settings["container_workdir"] and not image:
+        dockerfile = _with_workdir(dockerfile, settings["container_workdir"])
+    info = _table(meta, "metadata", toml)
     return TerminalTask(
         name=folder.name, root=folder, layout=HARBOR, instruction=(folder / "instruction.md").read_text().strip(),
         difficulty=str(info.get("difficulty", "medium")), category=str(info.get("category", "")),
         tags=tuple(map(str, info.get("tags") or ())), **dockerfile, **_offline(folder / "tests" / "test.sh"),
-        agent_timeout=float((meta.get("agent") or {}).get("timeout_sec", 900)),
-        test_timeout=float((meta.get("verifier") or {}).get("timeout_sec", 60)),
+        agent_timeout=_positive(_table(meta, "agent", toml), "timeout_sec", toml, "agent", 900.0),
+        test_timeout=_positive(_table(meta, "verifier", toml), "timeout_sec", toml, "verifier", 600.0),
+        **settings,
     )
+
+
+def _table(meta: dict, name: str, path: Path) -> dict:
+    table = meta.get(name) or {}
+    if not isinstance(table, dict):
+        raise GemError(f"{path}: [{name}] must be a table, not {table!r}.")
+    return table
+
+
+def _positive(table: dict, key: str, path: Path, section: str, default: float | None) -> float | None:
+    """``table[key]``, a positive number (``default`` when absent); a clear error otherwise."""
+    value = table.get(key)
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < float("inf"):
+        raise GemError(f"{path}: [{section}] {key} must be a positive number, not {value!r}.")
+    return float(value)
+
+
+def _megabytes(environment: dict, key: str, path: Path) -> int | None:
+    """``memory_mb``/``storage_mb``, or Harbor's older ``memory``/``storage`` ("2G", "512M")."""
+    value = _positive(environment, f"{key}_mb", path, "environment", None)
+    old = environment.get(key)
+    if value is None and old is not None:
+        match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([GMK])B?\s*", str(old).upper())
+        if not match:
+            raise GemError(f"{path}: [environment] {key} must be a size such as '2G' or '512M', not {old!r}.")
+        value = float(match.group(1)) * {"G": 1024, "M": 1, "K": 1 / 1024}[match.group(2)]
+    return None if value is None else max(1, int(value))
+
+
+def _environment_settings(environment: dict, path: Path) -> dict:
+    """The resources, network and workdir that a Harbor task's ``[environment]`` asks for."""
+    mode = environment.get("network_mode")
+    internet = environment.get("allow_internet")
+    if internet is not None and not isinstance(internet, bool):
+        raise GemError(f"{path}: [environment] allow_internet must be true or false, not {internet!r}.")
+    if mode is None:
+        mode = "no-network" if internet is False else "public"
+    if mode not in NETWORK_MODES:
+        raise GemError(f"{path}: [environment] network_mode must be one of {', '.join(NETWORK_MODES)}, not {mode!r}.")
+    workdir = environment.get("workdir") or ""
+    if workdir and not (isinstance(workdir, str) and workdir.startswith("/")):
+        raise GemError(f"{path}: [environment] workdir must be an absolute path, not {workdir!r}.")
+    return {"cpus": _positive(environment, "cpus", path, "environment", None),
+            "memory_mb": _megabytes(environment, "memory", path),
+            "storage_mb": _megabytes(environment, "storage", path),
+            "network_mode": mode, "container_workdir": workdir,
+            "build_timeout": _positive(environment, "build_timeout_sec", path, "environment", None)}
+
+
+def _with_workdir(dockerfile: dict, workdir: str) -> dict:
+    """The bubblewrap reading of a Dockerfile with the workspace moved to ``workdir`` (Harbor's
+    ``[environment] workdir``); its files must then lie in it."""
+    if dockerfile.get("sandbox_needs"):
+        return {**dockerfile, "workdir": workdir}
+    outside = [target for _, target in dockerfile.get("files", ()) if not _within(target, workdir)]
+    if outside or _system_folder(workdir):
+        why = (f"its Dockerfile places {outside[0]} outside the workdir {workdir} that task.toml sets" if outside
+               else f"task.toml's workdir {workdir} is a system folder")
+        return {**dockerfile, "workdir": workdir, "sandbox_needs": f"{why}; only the workspace can be written in the "
+                                                                    "sandbox. Use a container backend."}
+    return {**dockerfile, "workdir": workdir}
+
+
+def _system_folder(path: str) -> bool:
+    return path in _SYSTEM_DIRS or any(path.startswith(d + "/") for d in _SYSTEM_DIRS[1:])
+
+
+def _within(path: str, folder: str) -> bool:
+    return path == folder or PurePosixPath(folder) in PurePosixPath(path).parents
+
+
+def _check_compose(folder: Path) -> None:
+    """Refuse a compose file of several services (GEM runs one container or sandbox per episode);
+    one service is the task's own container, built from its Dockerfile."""
+    import yaml
+
+    for name in ("docker-compose.yaml", "docker-compose.yml", "compose.yaml", "compose.yml"):
+        compose = folder / name
+        if not compose.is_file():
+            continue
+        try:
+            content = yaml.safe_load(compose.read_text()) or {}
+        except yaml.YAMLError as e:
+            raise GemError(f"{compose} is not valid YAML: {e}") from None
+        services = content.get("services") or {} if isinstance(content, dict) else {}
+        if len(services) > 1:
+            raise TaskUnsupportedError(f"its {name} describes {len(services)} services ({', '.join(services)}); GEM "
+                                       "runs one container or sandbox per episode, so a task with services beside "
+                                       "its own container cannot be played.")
 
 
 def _require(folder: Path, *names: str) -> None:
@@ -262,35 +358,10 @@ def _require(folder: Path, *names: str) -> None:
             raise GemError(f"The terminal task {str(folder)!r} lacks {name}.")
 
 
-def offline_script(text: str, name: str = "run-tests.sh") -> tuple[str, str]:
-    """``(script, needs)``: the test script ``text`` with the boilerplate that fetches pytest
-    dropped and ``uv run pytest``/``uvx pytest`` run as ``python3 -m pytest``, and why it still
-    needs the network (the first such line; ``""`` if nothing does). Line numbers are kept."""
-    lines, needs = [], ""
-    for number, line in enumerate(text.splitlines(), 1):
-        code = line.split(" #", 1)[0].strip() if not line.lstrip().startswith("#") else ""
-        if code and all(any(p.match(part.strip()) for p in _BOILERPLATE) for part in _alternatives(code)):
-            lines.append(f"true  # {code}  (GEM supplies pytest)")
-            continue
-        runner = _UV_PYTEST.match(code) if code else None
-        if runner:
-            line = line.replace(code, "python3 -m pytest" + code[runner.end():], 1)
-        elif code and not needs:
-            found = _NEEDS.search(code)
-            if found:
-                needs = f"its {name} runs `{code}` (line {number}), which needs {found.group(1)} and the network."
-        lines.append(line)
-    return "\n".join(lines) + "\n", needs
-
-
-def _alternatives(code: str) -> list[str]:
-    """``a || b``'s commands, each without a trailing ``2>/dev/null``."""
-    return [re.sub(r"\s+2?>\s*/dev/null$", "", part.strip()) for part in code.split("||")]
-
-
 def _offline(script: Path) -> dict:
-    text, needs = offline_script(script.read_text(), script.name)
-    return {"test_script": text, "test_network": needs}
+    offline = offline_script(script.read_text(), script.name)
+    return {"test_script": offline.text, "test_tools": offline.tools, "test_python": offline.python,
+            "test_network": offline.network}
 
 
 def _dockerfile(path: Path, context: Path) -> dict:
@@ -325,7 +396,7 @@ def _read_dockerfile(path: Path, context: Path) -> dict:
                                            "base (bash, coreutils, python3, sqlite3).")
         elif instruction == "WORKDIR":
             workdir = str(PurePosixPath(workdir, args.strip()))
-            if workdir in _SYSTEM_DIRS or any(workdir.startswith(d + "/") for d in _SYSTEM_DIRS[1:]):
+            if _system_folder(workdir):
                 raise TaskUnsupportedError(f"its WORKDIR {workdir} is a system folder; the workspace must be a "
                                            "folder of its own, such as /app.")
         elif instruction in ("COPY", "ADD"):
@@ -349,7 +420,7 @@ def _read_dockerfile(path: Path, context: Path) -> dict:
                 files.append((host, str(target)))
         elif instruction == "RUN":
             command = _without_harness_installs(" ".join(json.loads(args)) if args.startswith("[") else args)
-            found = _NEEDS.search(command)
+            found = NEEDS_NETWORK.search(command)
             if found:
                 raise TaskUnsupportedError(f"its Dockerfile runs `{command}`, which needs {found.group(1)} and the "
                                            "network; the sandbox offers a plain Debian base (bash, coreutils, "

@@ -16,7 +16,7 @@ missing or singleton groups raise :class:`EstimatorInputError`, naming what to f
 from gem_core.estimators.dispatch import estimate_flat
 from gem_core.estimators.distributed import torch_all_reduce
 from gem_core.estimators.grouped import drgrpo, drgrpo_flat, grpo, grpo_flat, rloo, rloo_flat
-from gem_core.estimators.inputs import EstimatorInputError
+from gem_core.estimators.inputs import EstimatorInputError, group_index
 from gem_core.estimators.moments import ZERO_STD_RTOL, AllReduce
 from gem_core.estimators.per_turn import (
     EPS,
@@ -42,6 +42,7 @@ __all__ = [
     "estimate_flat",
     "grpo",
     "grpo_flat",
+    "group_index",
     "place_on_tokens",
     "rebn",
     "rebn_flat",

@@ -60,7 +60,7 @@ def estimate_flat(estimator: str | Callable[..., Any], turn_rewards: Any, episod
 
 def _resolve(estimator: str | Callable[..., Any]) -> tuple[str, Callable[..., Any]]:
     if isinstance(estimator, str):
-        from gem_core.components import get_estimator
+        from gem_core.registry import get_estimator
 
         return estimator, get_estimator(estimator)
     if not callable(estimator):

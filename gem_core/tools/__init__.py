@@ -49,13 +49,3 @@ __all__ = [
     "run_python",
     "sandbox_problem",
 ]
-
-_MOVED_TO_SANDBOX = ("bubblewrap", "sandbox", "warm_pool", "warm_python")
-
-
-def __getattr__(name: str):
-    if name in _MOVED_TO_SANDBOX:  # gem_core.tools.sandbox and co. without an import of their own
-        import importlib
-
-        return importlib.import_module(f"{__name__}.{name}")
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

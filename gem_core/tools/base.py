@@ -3,11 +3,16 @@
 A tool tells the model how to call it (:meth:`Tool.instructions`), finds a call in whatever the
 model wrote (:meth:`Tool.parse`), runs it (:meth:`Tool.execute`, or :meth:`Tool.aexecute` from
 async code) and answers with an observation for the model (:class:`ToolOutput`).
+
+For agents that call tools by name (MCP, function calling), a tool also lists its calls as
+functions (:meth:`Tool.functions`) and writes the action text of a call (:meth:`Tool.call_text`),
+so that calling a function and writing its text are the same step.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,6 +22,20 @@ from gem_core.sandbox.threads import tool_threads
 
 class ToolConfigError(GemError, ValueError):
     """A tool configured with missing or invalid options."""
+
+
+class ToolArgumentError(GemError, ValueError):
+    """A function call (:meth:`Tool.call_text`) with a name or arguments the tool cannot take."""
+
+
+@dataclass(frozen=True)
+class ToolFunction:
+    """One of a tool's calls as a named function: what it does, and the JSON schema of its
+    arguments (an object schema)."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
 
 
 @dataclass(frozen=True)
@@ -93,6 +112,15 @@ class Tool:
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(tool_threads(), self.execute, call)
 
+    def functions(self) -> list[ToolFunction]:
+        """The tool's calls as named functions; none unless the tool says how to write them."""
+        return []
+
+    def call_text(self, function: str, arguments: Mapping[str, Any]) -> str:
+        """The action text that calls ``function`` (one of :meth:`functions`) with ``arguments``,
+        as :meth:`parse` reads it; :class:`ToolArgumentError` when they do not fit."""
+        raise ToolArgumentError(f"{self.name!r} has no function {function!r}.")
+
     def failed_call(self, call: ToolCall) -> ToolOutput:
         """The answer to a malformed call (one with ``call.error``)."""
         return ToolOutput(f"\n[{self.name} call rejected: {call.error}]\n", False, {"error": call.error})
@@ -111,6 +139,26 @@ class Tool:
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name!r}>"
+
+
+def text_function(name: str, description: str, argument: str, about: str) -> ToolFunction:
+    """A function of one string argument, ``argument`` (described by ``about``)."""
+    return ToolFunction(name, description, {"type": "object", "required": [argument], "additionalProperties": False,
+                                            "properties": {argument: {"type": "string", "description": about}}})
+
+
+def string_argument(function: str, arguments: Mapping[str, Any], name: str, closer: str) -> str:
+    """The string argument ``name`` of a call to ``function``, checked to fit between the tags
+    that end with ``closer``."""
+    extra = set(arguments) - {name}
+    if extra:
+        raise ToolArgumentError(f"{function} takes one argument, {name!r}; got also {', '.join(sorted(extra))}.")
+    value = arguments.get(name)
+    if not isinstance(value, str):
+        raise ToolArgumentError(f"{function} needs {name!r}: a string, got {type(value).__name__}.")
+    if closer in value:
+        raise ToolArgumentError(f"{function}'s {name!r} must not contain {closer!r}, which would end the call early.")
+    return value
 
 
 def find_block(action: str, opener: str, closer: str) -> tuple[int, int, str] | None:

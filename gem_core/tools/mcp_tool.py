@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from gem_core.errors import MissingDependencyError
-from gem_core.tools.base import Tool, ToolCall, ToolConfigError, ToolOutput, find_block
+from gem_core.tools.base import Tool, ToolArgumentError, ToolCall, ToolConfigError, ToolFunction, ToolOutput, find_block
 
 _CONNECTION_CLOSED = -32000  # the MCP SDK's error code for a connection that went away
 _EXCEPTION_GROUP = getattr(builtins, "BaseExceptionGroup", ())  # Python 3.11+
@@ -136,6 +136,22 @@ class MCPTool(Tool):
 
     def failed_call(self, call: ToolCall) -> ToolOutput:
         return _answer(f"[invalid tool call: {call.error}]", False, {"error": call.error})
+
+    def functions(self) -> list[ToolFunction]:
+        """The servers' tools, named as the model calls them (connects if needed)."""
+        try:
+            tools = _background().run(self._tools(), self._listing_timeout())
+        except (TimeoutError, _ServerFailure) as e:
+            raise ToolConfigError(f"Cannot list the tools of {', '.join(s.describe() for s in self.specs)}: "
+                                  f"{e}.") from None
+        return [ToolFunction(name, tool.description or "", tool.input_schema or {"type": "object", "properties": {}})
+                for name, _, tool in tools]
+
+    def call_text(self, function: str, arguments: Mapping[str, Any]) -> str:
+        if not isinstance(arguments, Mapping):
+            raise ToolArgumentError(f"{function}'s arguments must be an object, got {type(arguments).__name__}.")
+        payload = json.dumps({"name": function, "arguments": dict(arguments)}, ensure_ascii=False)
+        return "<tool_call>" + payload.replace("</", "<\\/") + "</tool_call>"  # JSON's \/ keeps the block closed
 
     def tool_names(self) -> list[str]:
         """The names of the servers' tools, as the model calls them (connects if needed)."""

@@ -6,9 +6,11 @@ from __future__ import annotations
 import re
 import signal
 import textwrap
+from collections.abc import Mapping
 from typing import Any
 
-from gem_core.tools.base import Tool, ToolCall, ToolConfigError, ToolOutput, find_block
+from gem_core.tools.base import (Tool, ToolCall, ToolConfigError, ToolFunction, ToolOutput, find_block,
+                                 string_argument, text_function)
 from gem_core.sandbox import PythonResult, SandboxUnavailableError, run_python, sandbox_problem
 
 _FENCE_OPENER = re.compile(r"```[ \t]*(?:python3?|py)(?![\w.+-])[ \t]*\n?", re.IGNORECASE)
@@ -68,6 +70,16 @@ class PythonTool(Tool):
             f"network access for at most {self.timeout:g} seconds, and what it prints comes back to "
             'you after "Code execution result:". Print the values you need to see.'
         )
+
+    def functions(self) -> list[ToolFunction]:
+        return [text_function(self.name, "Run a complete Python program (with its imports) in a fresh sandbox "
+                              f"without network access, for at most {self.timeout:g} seconds; returns what it prints.",
+                              "code", "The program")]
+
+    def call_text(self, function: str, arguments: Mapping[str, Any]) -> str:
+        if function != self.name:
+            return super().call_text(function, arguments)
+        return f"<python>\n{string_argument(function, arguments, 'code', '</python>')}\n</python>"
 
     def parse(self, action: str) -> ToolCall | None:
         candidates = []

@@ -13,7 +13,6 @@ The JSON form takes ``{"queries": [str, ...], ...}`` and answers one result list
 from __future__ import annotations
 
 import functools
-import importlib
 import json
 import os
 import threading
@@ -97,7 +96,7 @@ class Bm25Index:
     blocking = False  # searching a small in-memory index takes well under a millisecond
 
     def __init__(self, passages: Sequence[Passage]):
-        bm25s = _import("bm25s", "BM25 search")
+        bm25s = MissingDependencyError.require("bm25s", feature="BM25 search", extra="tools")
         if not passages:
             raise CorpusError("Cannot index an empty list of passages.")
         self.passages = list(passages)
@@ -121,7 +120,7 @@ class Bm25Index:
         return self.search_many([query], topk)[0]
 
     def search_many(self, queries: Sequence[str], topk: int = 3) -> list[list[Passage]]:
-        bm25s = _import("bm25s", "BM25 search")
+        bm25s = MissingDependencyError.require("bm25s", feature="BM25 search", extra="tools")
         k = min(topk, len(self.passages))
         tokens = bm25s.tokenize(list(queries), stopwords="en", return_ids=False, show_progress=False)
         with self._lock:
@@ -160,7 +159,7 @@ class HttpRetriever:
 
     def search(self, query: str, topk: int = 3) -> list[Passage]:
         """The server's passages for ``query``; raises :class:`RetrievalError` on failure."""
-        httpx = _import("httpx", "The search tool's HTTP client")
+        httpx = MissingDependencyError.require("httpx", feature="The search tool's HTTP client", extra="tools")
         if self.wire == "json":
             body = json.dumps({"queries": [query], "topk": topk, "return_scores": True}).encode()
             headers = {"content-type": "application/json"}
@@ -192,18 +191,10 @@ class HttpRetriever:
     def _http(self):
         with self._lock:
             if self._client is None:
-                httpx = _import("httpx", "The search tool's HTTP client")
+                httpx = MissingDependencyError.require("httpx", feature="The search tool's HTTP client", extra="tools")
                 self._client = httpx.Client(timeout=self.timeout)
             return self._client
 
 
 def _msgpack():
-    return _import("msgspec", "The msgpack retrieval protocol").msgpack
-
-
-def _import(module: str, feature: str):
-    """Import an optional dependency of the ``tools`` extra, or say how to install it."""
-    try:
-        return importlib.import_module(module)
-    except ImportError:
-        raise MissingDependencyError(feature, module.split(".")[0], "tools") from None
+    return MissingDependencyError.require("msgspec", feature="The msgpack retrieval protocol", extra="tools").msgpack

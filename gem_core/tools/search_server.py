@@ -10,7 +10,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from gem_core.tools.retrieval import Bm25Index, _import
+from gem_core.errors import MissingDependencyError
+from gem_core.tools.retrieval import Bm25Index
 
 MAX_QUERIES = 1024
 MAX_TOPK = 1000
@@ -19,12 +20,13 @@ MAX_TOPK = 1000
 def create_app(index: Bm25Index, *, topk: int = 3):
     """The Starlette application serving ``index``; ``topk`` is the default for requests without
     one."""
-    starlette_apps = _import("starlette.applications", "The search server")
+    starlette_apps = MissingDependencyError.require("starlette.applications", feature="The search server",
+                                                    extra="tools")
     from starlette.concurrency import run_in_threadpool
     from starlette.responses import JSONResponse, Response
     from starlette.routing import Route
 
-    msgpack = _import("msgspec", "The search server").msgpack
+    msgpack = MissingDependencyError.require("msgspec", feature="The search server", extra="tools").msgpack
 
     async def retrieve(request):
         as_json = request.headers.get("content-type", "").split(";")[0].strip() == "application/json"
@@ -76,5 +78,5 @@ def _read_request(payload: Any, default_topk: int) -> tuple[list[str], bool, int
 def serve(index: Bm25Index, *, host: str = "127.0.0.1", port: int = 8000, topk: int = 3,
           log_level: str = "warning") -> None:
     """Serve ``index`` until interrupted."""
-    uvicorn = _import("uvicorn", "The search server")
+    uvicorn = MissingDependencyError.require("uvicorn", feature="The search server", extra="tools")
     uvicorn.run(create_app(index, topk=topk), host=host, port=port, log_level=log_level)

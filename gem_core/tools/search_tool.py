@@ -4,10 +4,12 @@ or a retrieval server."""
 from __future__ import annotations
 
 import os
-from typing import Literal
+from collections.abc import Mapping
+from typing import Any, Literal
 
 from gem_core.errors import GemError
-from gem_core.tools.base import Tool, ToolCall, ToolConfigError, ToolOutput, find_block
+from gem_core.tools.base import (Tool, ToolCall, ToolConfigError, ToolFunction, ToolOutput, find_block,
+                                 string_argument, text_function)
 from gem_core.tools.retrieval import Bm25Index, HttpRetriever, Passage
 
 #: Environment variable with the retrieval server's URL, used when neither corpus nor url is given.
@@ -65,6 +67,15 @@ class SearchTool(Tool):
             "<information>...</information>. Search as often as you need, then give your final answer "
             "inside <answer>...</answer>."
         )
+
+    def functions(self) -> list[ToolFunction]:
+        return [text_function(self.name, f"Search the knowledge base; returns the top {self.topk} passages.",
+                              "query", "The query")]
+
+    def call_text(self, function: str, arguments: Mapping[str, Any]) -> str:
+        if function != self.name:
+            return super().call_text(function, arguments)
+        return f"<search>{string_argument(function, arguments, 'query', '</search>')}</search>"
 
     def parse(self, action: str) -> ToolCall | None:
         block = find_block(action, "<search>", "</search>")

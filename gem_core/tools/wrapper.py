@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from gem_core.core import Env, ResetResult, StepResult, Wrapper
-from gem_core.tools.base import Tool, ToolCall, ToolConfigError, ToolOutput
+from gem_core.tools.base import Tool, ToolArgumentError, ToolCall, ToolConfigError, ToolFunction, ToolOutput
 
 ToolSpec = str | tuple[str, Mapping[str, Any]] | Tool
 
@@ -124,6 +124,29 @@ class ToolWrapper(Wrapper):
                 best = (tool, call)
         return best
 
+    def functions(self) -> list[ToolFunction]:
+        """Every tool's calls as named functions (:meth:`Tool.functions`), in the order of the tools."""
+        return [function for _, function in self._functions()]
+
+    def call_text(self, function: str, arguments: Mapping[str, Any]) -> str:
+        """The action text that calls ``function`` with ``arguments`` (:meth:`Tool.call_text`);
+        stepping with it runs that tool."""
+        for tool, offered in self._functions():
+            if offered.name == function:
+                return tool.call_text(function, arguments)
+        known = ", ".join(f.name for _, f in self._functions()) or "none"
+        raise ToolArgumentError(f"No tool offers a function {function!r}; the functions are: {known}.")
+
+    def _functions(self) -> list[tuple[Tool, ToolFunction]]:
+        found: dict[str, tuple[Tool, ToolFunction]] = {}
+        for tool in self.tools:
+            for function in tool.functions():
+                if function.name in found:
+                    raise ToolConfigError(f"Two tools offer a function named {function.name!r} "
+                                          f"({found[function.name][0]!r} and {tool!r}).")
+                found[function.name] = (tool, function)
+        return list(found.values())
+
     def clone(self) -> ToolWrapper:
         """A copy in the same state, over a clone of the environment; the tools are shared."""
         return self._twin(self.env.clone())
@@ -204,7 +227,7 @@ def _make_tool(spec: ToolSpec) -> Tool:
     else:
         raise ToolConfigError(f"Invalid tool {spec!r}: give a registered tool name, a (name, options) pair or a "
                               "Tool instance.")
-    from gem_core.components import get_tool
+    from gem_core.registry import get_tool
 
     factory = get_tool(name)
     try:

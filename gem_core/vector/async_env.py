@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from gem_core.core import Env
-from gem_core.vector.base import Row, VectorEnv, _Slot
+from gem_core.vector.base import Row, VectorEnv, Slot
 from gem_core.vector.calls import Call, run
 from gem_core.vector.execution import INLINE, PROBE, THREAD, Job, Probe, Runner, concurrent_route
 
@@ -31,7 +31,7 @@ class AsyncVectorEnv(VectorEnv):
     def _route(self, env: Env) -> str:
         return concurrent_route(env, self.step_timeout)
 
-    def _build(self, slot: _Slot) -> None:
+    def _build(self, slot: Slot) -> None:
         super()._build(slot)
         if slot.route == PROBE:
             self._probes[slot.index] = Probe()
@@ -75,7 +75,7 @@ class AsyncVectorEnv(VectorEnv):
             if route is not None:
                 self._settle(self._slots[index], route)
 
-    def _settle(self, slot: _Slot, route: str) -> None:
+    def _settle(self, slot: Slot, route: str) -> None:
         probe = self._probes.pop(slot.index)
         slot.route = route
         if route == THREAD:

@@ -61,18 +61,7 @@ import numpy as np
 from gem_core.core import BaseEnv, Env, require_single_agent
 from gem_core.errors import GemError
 from gem_core.vector.calls import Call, checked_step, close_quietly, complete, describe_error, run
-
-# Importable from here as before the execution machinery had its own module.
-from gem_core.vector.execution import (  # noqa: F401
-    AWAIT,
-    INLINE,
-    PROBE,
-    PROBE_CALLS,
-    PROBE_WAIT_S,
-    THREAD,
-    declared_blocking,
-    execution_kind,
-)
+from gem_core.vector.execution import INLINE
 from gem_core.vector.workers import BackgroundLoop
 
 logger = logging.getLogger("gem_core.vector")
@@ -94,7 +83,10 @@ class AutoresetMode(str, Enum):
     SAME_STEP = "same_step"
 
 
-class _Slot:
+class Slot:
+    """One environment of a vector env: its factory, the live environment, where its calls run
+    (``route``), and its autoreset state."""
+
     __slots__ = ("index", "env_id", "factory", "env", "route", "next_seed", "needs_reset")
 
     def __init__(self, index: int, env_id: str, factory: Callable[[], Env]):
@@ -143,7 +135,7 @@ class VectorEnv:
         self.step_timeout = None if step_timeout is None else float(step_timeout)
         self.seed = secrets.randbits(32) if seed is None else seed
         self.num_envs = len(env_fns)
-        self._slots = [_Slot(i, "", fn) for i, fn in enumerate(env_fns)]
+        self._slots = [Slot(i, "", fn) for i, fn in enumerate(env_fns)]
         self._loop = BackgroundLoop(f"gem-vector-loop-{id(self):x}")
         self._reset_done = False
         self._closed = False
@@ -382,7 +374,7 @@ class VectorEnv:
                                "Pass indices= naming healthy slots (vec_env.healthy_slots).")
         return slots
 
-    def _build(self, slot: _Slot) -> None:
+    def _build(self, slot: Slot) -> None:
         env = slot.factory()
         if not isinstance(env, Env):
             if isinstance(env, BaseEnv):  # a multi-agent environment
@@ -470,20 +462,6 @@ class VectorEnv:
     def _check_open(self) -> None:
         if self._closed:
             raise GemError("This vector environment is closed.")
-
-
-def __getattr__(name: str) -> Any:
-    # The two in-process modes live in their own modules (which import this one), and stay
-    # importable from here.
-    if name == "SyncVectorEnv":
-        from gem_core.vector.sync_env import SyncVectorEnv
-
-        return SyncVectorEnv
-    if name == "AsyncVectorEnv":
-        from gem_core.vector.async_env import AsyncVectorEnv
-
-        return AsyncVectorEnv
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _batch(rows: list[Row]) -> BatchStep:

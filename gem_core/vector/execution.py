@@ -8,7 +8,8 @@ A slot's *route* is one of:
 * ``"await"``: awaited on an event loop (an environment with native ``async`` methods);
 * ``"probe"``: inline while the first :data:`PROBE_CALLS` calls of an environment that does not
   declare :attr:`~gem_core.Env.blocking` are timed; then ``"thread"`` when it mostly waits
-  (:data:`PROBE_WAIT_S` or more per call beyond its CPU time), else ``"inline"``.
+  (:data:`PROBE_WAIT_S` or more per call blocked beyond its CPU time), else ``"inline"``.
+  ``gem serve``'s sessions follow the same rule (:mod:`gem_core.remote.sessions`).
 
 :class:`Runner` runs one batch of calls at the same time along their routes, and abandons those
 still running after the timeout.
@@ -21,6 +22,11 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+try:
+    import resource
+except ImportError:  # Windows
+    resource = None  # type: ignore[assignment]
+
 from gem_core.core import BaseEnv, Env, Wrapper
 from gem_core.vector.calls import Call, arun, close_quietly, run
 from gem_core.vector.workers import BackgroundLoop, Countdown, WorkerPool
@@ -28,6 +34,7 @@ from gem_core.vector.workers import BackgroundLoop, Countdown, WorkerPool
 INLINE, THREAD, AWAIT, PROBE = "inline", "thread", "await", "probe"
 PROBE_CALLS = 3  # calls timed before a probed environment's route is settled
 PROBE_WAIT_S = 0.0005  # mean time per call spent waiting (wall minus CPU) that sends calls to threads
+_RUSAGE_THREAD = getattr(resource, "RUSAGE_THREAD", None)  # Linux: per-thread counters
 
 #: One call to run: ``(route, environment, call)``.
 Job = tuple[str, Env, Call]
@@ -87,7 +94,9 @@ def concurrent_route(env: Env, step_timeout: float | None) -> str:
 
 
 class Probe:
-    """The timing of a probed environment's first calls (see the module docstring)."""
+    """The timing of a probed environment's first calls (see the module docstring). Time a call
+    spends off the CPU counts as waiting only when the call blocked (a voluntary context switch,
+    where the platform reports them): a call preempted by the machine's other work has not waited."""
 
     __slots__ = ("calls", "waited", "busy")
 
@@ -95,20 +104,29 @@ class Probe:
         self.calls, self.waited, self.busy = 0, 0.0, 0.0
 
     @staticmethod
-    def start() -> tuple[float, float]:
-        """The clocks at a call's start: wall time and this thread's CPU time."""
-        return time.perf_counter(), time.thread_time()
+    def start() -> tuple[float, float, int | None]:
+        """The clocks at a call's start: wall time, this thread's CPU time and its blocking count."""
+        return time.perf_counter(), time.thread_time(), _times_blocked()
 
-    def record(self, started: tuple[float, float]) -> str | None:
+    def record(self, started: tuple[float, float, int | None]) -> str | None:
         """Account for a call that began at ``started``; the settled route once
         :data:`PROBE_CALLS` calls are timed, else None."""
         busy = time.thread_time() - started[1]
+        blocked = started[2] is None or _times_blocked() != started[2]
         self.calls += 1
         self.busy += busy
-        self.waited += max(0.0, time.perf_counter() - started[0] - busy)
+        if blocked:
+            self.waited += max(0.0, time.perf_counter() - started[0] - busy)
         if self.calls < PROBE_CALLS:
             return None
         return THREAD if self.waited / self.calls >= PROBE_WAIT_S and self.waited > self.busy else INLINE
+
+
+def _times_blocked() -> int | None:
+    """How often this thread has blocked so far (voluntary context switches), where known."""
+    if _RUSAGE_THREAD is None:
+        return None
+    return resource.getrusage(_RUSAGE_THREAD).ru_nvcsw
 
 
 class Runner:

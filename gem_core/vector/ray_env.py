@@ -29,7 +29,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from gem_core.errors import GemError
-from gem_core.vector.base import FAULT, AutoresetMode, VectorEnv, _Slot
+from gem_core.vector.base import FAULT, AutoresetMode, VectorEnv, Slot
 from gem_core.vector.calls import Call
 from gem_core.vector.ray_host import EnvRecipe, Outcome
 from gem_core.vector.ray_pool import RayPool, import_ray
@@ -124,7 +124,7 @@ class RayVectorEnv(VectorEnv):
         except Exception as e:  # a host lost meanwhile: its lease went with it
             logger.warning("Releasing the slots of a named pool raised %s: %s", type(e).__name__, e)
 
-    def _build(self, slot: _Slot) -> None:
+    def _build(self, slot: Slot) -> None:
         slot.env, slot.route = None, "remote"
 
     def _call(self, index: int, action: str | None, seed: int) -> Call:

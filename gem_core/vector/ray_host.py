@@ -20,7 +20,7 @@ from typing import Any
 from gem_core.core import Env
 from gem_core.errors import GemError, UnknownEnvError
 from gem_core.vector.async_env import AsyncVectorEnv
-from gem_core.vector.base import _Slot
+from gem_core.vector.base import Slot
 from gem_core.vector.calls import Call, close_quietly
 
 
@@ -40,11 +40,12 @@ class EnvRecipe:
     registered_wrappers: tuple = ()
 
     def build(self) -> Env:
-        from gem_core.vector.make import _make_wrapped
+        from gem_core.registry import make
         from gem_core.wrappers.chain import chain_factory
 
         self.resolve()
-        return _make_wrapped(self.env_id, dict(self.kwargs), chain_factory(self.wrappers, self.wrapper_options))
+        wrap = chain_factory(self.wrappers, self.wrapper_options)
+        return wrap(make(self.env_id, **self.kwargs))
 
     def resolve(self) -> None:
         """Make sure ``env_id`` is registered here and its entry point imports (raises otherwise)."""
@@ -63,7 +64,7 @@ class EnvRecipe:
         if env_spec.missing_extras:
             raise GemError(f"{self.env_id} needs the extra(s) {', '.join(env_spec.missing_extras)} "
                            f"(pip install 'gem-adapters[{','.join(env_spec.missing_extras)}]').")
-        registry._constructor(env_spec)  # imports the entry point's module
+        env_spec.load()  # imports the entry point's module
 
 
 #: How many leases' batches one host runs at the same time (each in its own thread).
@@ -86,7 +87,7 @@ class LeasedSlots(AsyncVectorEnv):
         self._opening = False
         self._reset_done = True  # the driver resets
 
-    def _build(self, slot: _Slot) -> None:
+    def _build(self, slot: Slot) -> None:
         if not self._opening:  # environments are built at a slot's first call
             super()._build(slot)
 

@@ -3,7 +3,8 @@
 Registered names (``gem_core.get_wrapper(name)``): ``concat``, ``concat_with_action``,
 ``concat_chat``, ``concat_chat_on_reset`` (:class:`HistoryWrapper`, see
 :mod:`gem_core.wrappers.observation`) and
-``episode_tracking`` (see :mod:`gem_core.wrappers.episode_tracking`).
+``episode_tracking`` (see :mod:`gem_core.wrappers.episode_tracking`); ``rubric`` and ``judge`` live
+in :mod:`gem_core.rubrics`.
 """
 
 from gem_core.core import ResultWrapper
@@ -21,11 +22,3 @@ __all__ = [
     "wrap",
     "wrapper_option_names",
 ]
-
-
-def __getattr__(name: str):
-    if name == "ObservationWrapper":  # the former name of HistoryWrapper, with a DeprecationWarning
-        from gem_core.wrappers import observation
-
-        return observation.__getattr__(name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

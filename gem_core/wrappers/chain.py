@@ -96,7 +96,7 @@ def wrap(env: Env, wrappers: WrapperSpec, **options: Any) -> Env:
 
 
 def _factory(name: str) -> Callable[..., Env]:
-    from gem_core.components import get_wrapper
+    from gem_core.registry import get_wrapper
 
     return get_wrapper(name)
 

@@ -26,7 +26,6 @@ the wrapper's ``info["images"]`` holds every image of the observation it returns
 from __future__ import annotations
 
 import functools
-import warnings
 from collections import deque
 from typing import Any
 
@@ -184,17 +183,3 @@ def load_tokenizer(name_or_path: str) -> Any:
         return AutoTokenizer.from_pretrained(name_or_path)
     except (OSError, ValueError) as e:
         raise GemError(f"Cannot load a tokenizer from {name_or_path!r}: {e}") from e
-
-
-_warned_once = False
-
-
-def __getattr__(name: str) -> Any:
-    if name == "ObservationWrapper":  # the former name, kept for one release
-        global _warned_once
-        if not _warned_once:
-            _warned_once = True
-            warnings.warn("gem_core.ObservationWrapper is now HistoryWrapper (the name ObservationWrapper "
-                          "goes in the next release)", DeprecationWarning, stacklevel=2)
-        return HistoryWrapper
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

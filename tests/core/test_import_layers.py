@@ -1,39 +1,69 @@
-"""The core reads bottom-up: its registry modules import one another in one direction only, with
-no import (at module level or inside a function) going back up. Type-only imports do not count."""
+"""The code reads bottom-up: no import cycle inside gem_core, counting every import (at module
+level, inside a function, or for type checkers only), and no module imports another module's
+private name anywhere in the project's packages."""
 
 from __future__ import annotations
 
 import ast
+import graphlib
 from pathlib import Path
 
-import gem_core
-
-CORE = Path(gem_core.__file__).parent
-#: Lowest first: each may import only modules listed before it.
-LAYERS = ("errors", "core", "hookspecs", "registry", "components", "plugins")
+REPO = Path(__file__).resolve().parents[2]
+#: Folder -> import name of the project's packages (pyproject's package-dir).
+PACKAGES = {"gem_core": "gem_core", "envs_plugins": "gem_envs", "adapters": "gem_adapters", "trainer": "gem_trainer"}
 
 
-def gem_core_imports(module: str) -> set[str]:
-    """The gem_core modules that ``gem_core.<module>`` imports anywhere but under TYPE_CHECKING."""
-    tree = ast.parse((CORE / f"{module}.py").read_text())
-    type_only = {id(node) for block in ast.walk(tree) if isinstance(block, ast.If)
-                 and getattr(block.test, "id", None) == "TYPE_CHECKING" for node in ast.walk(block)}
-    found = set()
-    for node in ast.walk(tree):
-        if id(node) in type_only:
+def modules(folder: str) -> dict[str, Path]:
+    """Dotted module name -> file, for every module of one package (terminal tasks' data excluded)."""
+    root = REPO / folder
+    found = {}
+    for path in root.rglob("*.py"):
+        if "tasks" in path.relative_to(root).parts:
             continue
-        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("gem_core"):
-            names = [node.module] if node.module != "gem_core" else [f"gem_core.{a.name}" for a in node.names]
-            found |= {name.split(".")[1] for name in names if "." in name}
-        elif isinstance(node, ast.Import):
-            found |= {a.name.split(".")[1] for a in node.names if a.name.startswith("gem_core.")}
-    return found - {module}
+        parts = [PACKAGES[folder], *path.relative_to(root).with_suffix("").parts]
+        found[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return found
 
 
-def test_the_registry_modules_import_only_downwards():
-    upward = {module: sorted(set(LAYERS[LAYERS.index(module):]) & gem_core_imports(module))
-              for module in LAYERS}
-    assert {module: up for module, up in upward.items() if up} == {}
+ALL = {name: path for folder in PACKAGES for name, path in modules(folder).items()}
+
+
+def imports(module: str) -> list[tuple[str, str | None]]:
+    """``(imported module, imported name or None)`` for every project import in ``module``."""
+    path = ALL[module]
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    found: list[tuple[str, str | None]] = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found += [(alias.name, None) for alias in node.names if alias.name in ALL]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[:len(package.split(".")) - node.level + 1]
+                source = ".".join(base + ([node.module] if node.module else []))
+            else:
+                source = node.module or ""
+            for alias in node.names:
+                if f"{source}.{alias.name}" in ALL:  # a submodule
+                    found.append((f"{source}.{alias.name}", None))
+                elif source in ALL:
+                    found.append((source, alias.name))
+    return found
+
+
+def test_gem_core_has_no_import_cycle():
+    core = [name for name in ALL if name.split(".")[0] == "gem_core"]
+    graph = {name: {source for source, _ in imports(name) if source != name and source in core} for name in core}
+    try:
+        order = list(graphlib.TopologicalSorter(graph).static_order())
+    except graphlib.CycleError as e:
+        raise AssertionError(f"import cycle in gem_core: {' -> '.join(e.args[1])}") from None
+    assert order.index("gem_core.errors") < order.index("gem_core.core") < order.index("gem_core.registry")
+
+
+def test_no_module_imports_another_modules_private_name():
+    private = sorted(f"{module} imports {source}.{name}" for module in ALL for source, name in imports(module)
+                     if name and name.startswith("_") and not name.startswith("__") and source != module)
+    assert private == []
 
 
 def test_plugins_still_load_on_the_first_lookup_only():

@@ -138,36 +138,36 @@ def test_import_gem_core_loads_no_plugin_and_no_heavy_module():
     assert result.stdout.split() == ["unloaded", "[]"], result.stdout + result.stderr
 
 
-OLD_HOOK = '''
+MISNAMED_HOOK = '''
 import click
 from gem_core import hookimpl
 
 @hookimpl
-def gem_register_adapters(register):
-    register("oldhook", "thirdparty_oldhook:hello", description="registered under the former hook name")
+def gem_register_comands(register):
+    register("typo", "thirdparty_typo:hello")
+
+@hookimpl
+def gem_register_envs(register):
+    register("typo:Echo-v0", "thirdparty_typo:Echo")
 
 @click.command()
 def hello():
-    click.echo("hello from the old hook")
+    click.echo("hello")
 '''
 
 
-def test_the_former_commands_hook_name_still_registers_a_command_and_warns(tmp_path):
-    site = fake_distribution(tmp_path / "site", "thirdparty-oldhook",
-                             plugins={"oldhook": "thirdparty_oldhook"},
-                             modules={"thirdparty_oldhook": OLD_HOOK})
+def test_a_hook_gem_does_not_define_is_reported_and_the_plugins_other_hooks_still_register(tmp_path):
+    site = fake_distribution(tmp_path / "site", "thirdparty-typo", plugins={"typo": "thirdparty_typo"},
+                             modules={"thirdparty_typo": MISNAMED_HOOK})
     result = run_python('''
-        import json, warnings, gem_core
+        import json, gem_core
         from gem_core.plugins import plugin_reports
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            command = gem_core.get_command("oldhook")
-        report = next(r for r in plugin_reports() if r.name == "oldhook")
-        print(json.dumps({"command": command.name, "registered": report.registered, "errors": report.errors,
-                          "warnings": [str(w.message) for w in caught if w.category is DeprecationWarning]}))
-    ''', path=[site], env={"GEM_PLUGINS": "oldhook"})
+        report = next(r for r in plugin_reports() if r.name == "typo")
+        print(json.dumps({"registered": report.registered, "errors": report.errors}))
+    ''', path=[site], env={"GEM_PLUGINS": "typo"})
     seen = json.loads(result.stdout)
-    assert seen["command"] == "hello" and seen["errors"] == []
-    assert seen["registered"]["commands"] == ["oldhook"]
-    assert any("gem_register_commands" in w for w in seen["warnings"]), seen["warnings"]
-    assert gem_command("oldhook", path=[site], env={"GEM_PLUGINS": "oldhook"}).stdout.strip() == "hello from the old hook"
+    assert seen["registered"]["envs"] == ["typo:Echo-v0"] and seen["registered"]["commands"] == []
+    [error] = seen["errors"]
+    assert "gem_register_comands" in error and "gem_register_commands" in error, error
+    listing = gem_command("plugins", path=[site], env={"GEM_PLUGINS": "typo"})
+    assert "gem_register_comands" in listing.stdout + listing.stderr

@@ -96,7 +96,7 @@ def test_entry_point_returning_a_non_env_is_a_clear_error():
 
 
 def test_spec_wrappers_are_applied_by_make():
-    from gem_core.components import WRAPPERS
+    from gem_core.registry import WRAPPERS
     from gem_core import Wrapper
 
     class Upper(Wrapper):
@@ -122,7 +122,7 @@ def test_spec_wrappers_are_applied_by_make():
 
 
 def test_unknown_component_names_the_closest():
-    from gem_core.components import ESTIMATORS
+    from gem_core.registry import ESTIMATORS
     from gem_core import UnknownNameError
 
     ESTIMATORS.register("test_rebn_like", lambda rewards, *, gamma, group_ids=None: rewards)

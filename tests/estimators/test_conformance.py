@@ -19,8 +19,13 @@ def test_the_literal_returns_and_rebn_are_gem_cores():
 def test_token_rows_put_each_reward_on_its_turns_last_model_token():
     torch = pytest.importorskip("torch")
     rewards, mask = c.token_rows()
-    assert mask.tolist()[1] == [1, 1, 0, 1, 0, 0, 1, 1, 1]
-    assert rewards[1].tolist() == [0, 0, 0, 0, 0, 0, 0, 0, 0.5]
+    for row, (episode, spans) in enumerate(zip(c.EPISODES, c.turn_spans())):
+        model_tokens = {i for start, end in spans for i in range(start, end)}
+        assert [i for i, m in enumerate(mask[row].tolist()) if m] == sorted(model_tokens)
+        expected = [0.0] * mask.shape[1]
+        for reward, (_, end) in zip(episode, spans):
+            expected[end - 1] = reward
+        assert rewards[row].tolist() == expected
     from gem_core.estimators import token_advantages
 
     advantages = token_advantages("rebn", rewards, mask, gamma=c.GAMMA)

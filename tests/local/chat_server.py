@@ -2,7 +2,7 @@
 
 It serves ``GET /v1/models`` and ``POST /v1/chat/completions`` with the standard JSON shapes,
 renders messages with the model's chat template (image content parts as ``<image>``: the model reads
-text only), and samples with the model. It checks the
+text only), and samples with the model (from the request's ``seed`` when it has one). It checks the
 bearer key when one is set, and records the largest number of requests it had in flight at once.
 """
 
@@ -60,7 +60,8 @@ class ChatServer:
         with self._lock:
             policy = self._policy_class(self.model, self.tokenizer, settings, record=False)
             ids = self.tokenizer.encode(prompt, add_special_tokens=False)
-            response = policy.generate([ids])[0]
+            seeds = [int(body["seed"])] if body.get("seed") is not None else None  # OpenAI's seed, for reproducible samples
+            response = policy.generate([ids], seeds=seeds)[0]
         text = self.tokenizer.decode(response, skip_special_tokens=True)
         return {
             "id": f"chatcmpl-{len(self.requests)}", "object": "chat.completion", "created": int(time.time()),

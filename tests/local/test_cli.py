@@ -17,12 +17,12 @@ def assert_clean_error(result, *fragments: str) -> None:
         assert fragment in result.stderr, result.stderr
 
 
-def test_both_commands_are_registered_through_the_plugin_hook():
+def test_the_commands_are_registered_through_the_plugin_hook():
     listing = gem_command("--help")
-    assert "train" in listing.stdout and "eval" in listing.stdout
+    assert "train" in listing.stdout and "eval" in listing.stdout and "view" in listing.stdout
     plugins = json.loads(gem_command("plugins", "--json").stdout)
     local = next(p for p in plugins if p["name"] == "local")
-    assert sorted(local["registered"]["commands"]) == ["eval", "train"]
+    assert sorted(local["registered"]["commands"]) == ["eval", "train", "view"]
 
 
 def test_help_documents_the_flags():
@@ -31,8 +31,11 @@ def test_help_documents_the_flags():
                  "--lora", "--config", "--resume", "--micro-batch-tokens"):
         assert flag in train
     evaluate = gem_command("eval", "--help").stdout
-    for flag in ("--env", "--episodes", "--model", "--base-url", "--api-key-env", "--concurrency"):
+    for flag in ("--env", "--episodes", "--samples", "--resume", "--model", "--base-url", "--api-key-env",
+                 "--concurrency", "compare"):
         assert flag in evaluate
+    assert "BASELINE CANDIDATE" in gem_command("eval", "compare", "--help").stdout
+    assert "RUN_DIR" in gem_command("view", "--help").stdout
 
 
 def test_train_runs_from_flags_and_a_config_file(tiny_model_dir: Path, tmp_path: Path):

@@ -126,6 +126,28 @@ def test_sampling_is_reproducible_and_respects_the_limits(model_and_tokenizer):
     assert run(1e-9) == [reference(model, tokenizer, p, 6) for p in prompts]
 
 
+@pytest.mark.parametrize("top_p", [1.0, 0.9])
+def test_a_seeded_prompt_samples_the_same_response_in_any_batch(model_and_tokenizer, top_p):
+    model, tokenizer = model_and_tokenizer
+    prompts = [chat(tokenizer, f"Question {k}" + " and more" * k) for k in range(6)]
+    seeds = [11, 12, 13, 14, 15, 11]
+
+    def sample(rows: list[int], sliding: bool = False) -> list[list[int]]:
+        torch.manual_seed(len(rows))  # torch's generator is not what decides
+        policy = LocalPolicy(model, tokenizer, SamplingSettings(max_new_tokens=8, temperature=1.5, top_p=top_p))
+        if sliding:  # the path through transformers' generate
+            policy.decoder = None
+        return policy.generate([prompts[r] for r in rows], seeds=[seeds[r] for r in rows])
+
+    whole = sample(list(range(6)))
+    assert [sample([r])[0] for r in range(6)] == whole  # alone, each prompt gets the response it got in the batch
+    assert sample([4, 1, 3]) == [whole[4], whole[1], whole[3]]
+    assert len({tuple(r) for r in whole}) > 1  # and the responses are samples, not all alike
+    prompts[5] = prompts[0]
+    assert sample([0, 5]) == [whole[0], whole[0]]  # same prompt, same seed: the same response
+    assert sample([0, 2], sliding=True) == sample([0], sliding=True) + sample([2], sliding=True)
+
+
 def test_rows_that_finish_early_leave_the_batch_and_the_rest_decode_on(model_and_tokenizer, monkeypatch):
     model, tokenizer = model_and_tokenizer
     prompts = [chat(tokenizer, f"Question number {k}" + " and more" * k) for k in range(8)]  # rows of different lengths

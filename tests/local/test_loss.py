@@ -227,7 +227,8 @@ def test_a_shared_opening_and_packed_rows_give_the_loss_and_gradient_of_one_samp
         whole_loss, whole_grads = loss_and_grads(m, False, alone(samples))
         for share, rows in ((True, alone(samples)), (False, [samples[:2], samples[2:]]), (True, [samples[:3], samples[3:]])):
             loss, grads = loss_and_grads(m, share, rows)
-            assert loss == pytest.approx(whole_loss, rel=1e-5)
+            # float32 sums in another order: 1.5e-5 apart was seen on a loaded machine
+            assert loss == pytest.approx(whole_loss, rel=1e-4)
             assert len(grads) == len(whole_grads) > 0
             for a, b in zip(grads, whole_grads):
                 torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-6)

@@ -29,7 +29,7 @@ class ScriptedPolicy(LocalPolicy):
         super().__init__(model, tokenizer, SamplingSettings(max_new_tokens=16))
         self.answer = tokenizer.encode(answer, add_special_tokens=False) + [tokenizer.eos_token_id]
 
-    def generate_stream(self, prompts, vision=None):
+    def generate_stream(self, prompts, vision=None, *, seeds=None):
         yield list(range(len(prompts))), [list(self.answer) for _ in prompts]
 
 

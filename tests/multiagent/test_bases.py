@@ -118,8 +118,8 @@ def test_gem_eval_on_a_raw_multi_agent_id_is_a_clear_error(tmp_path):
 def test_the_trainer_refuses_a_raw_multi_agent_id_before_it_loads_a_model():
     from gem_trainer.config import TrainConfig, validate
 
-    assert gem_core.spec("multiagent:Nim-v0").multiagent and not gem_core.spec("multiagent:Nim-v0-selfplay").multiagent
-    assert not gem_core.spec("game:GuessTheNumber-v0-easy").multiagent
+    assert gem_core.is_multiagent("multiagent:Nim-v0") and not gem_core.is_multiagent("multiagent:Nim-v0-selfplay")
+    assert not gem_core.is_multiagent(gem_core.spec("game:GuessTheNumber-v0-easy"))
     with pytest.raises(SingleAgentRequiredError, match="multiagent:Nim-v0 is a multi-agent environment, and gem train"):
         validate(TrainConfig(envs=["game:GuessTheNumber-v0-easy", "multiagent:Nim-v0"]))
     validate(TrainConfig(envs=["multiagent:Nim-v0-selfplay"]))

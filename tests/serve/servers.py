@@ -1,6 +1,6 @@
 """Servers for the serve tests, all on 127.0.0.1 with a free port: ``gem serve`` as a process (the
-command users run), a GEM or OpenEnv application in a thread of the test process, and an
-environment defined with OpenEnv's own server classes."""
+command users run), and a GEM application in a thread of the test process. (OpenEnv's own server
+runs in OpenEnv's environment: tests/serve/openenv_peer.py.)"""
 
 from __future__ import annotations
 
@@ -12,16 +12,14 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-pytest.importorskip("openenv", reason="OpenEnv's package (openenv-core) is installed by scripts/install_test_deps.sh")
-uvicorn = pytest.importorskip("uvicorn")
+from tests.helpers import wait_healthy
 
-from openenv.core.env_server import create_fastapi_app  # noqa: E402
-from openenv.core.env_server.interfaces import Environment  # noqa: E402
-from openenv.core.env_server.types import Action, Observation, State  # noqa: E402
+uvicorn = pytest.importorskip("uvicorn", reason="the openenv extra is installed by scripts/install_test_deps.sh")
 
 START_TIMEOUT_S = 60
 
@@ -32,28 +30,32 @@ def gem_serve(env_id: str, *options: str, env: dict[str, str] | None = None) -> 
     command = [sys.executable, "-m", "gem_core.cli", "serve", env_id, "--port", "0", *options]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     try:
-        url = _read_url(process)
-        yield url, process
+        line = read_line(process, START_TIMEOUT_S)
+        match = re.search(r"http://\S+", line)
+        if not match:
+            raise AssertionError(f"gem serve did not start: {line!r} {process.stderr.read()[-2000:]!r}")
+        yield match.group(0), process
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=10)
+        stop(process)
 
 
-def _read_url(process: subprocess.Popen) -> str:
-    result: list[str] = []
-    reader = threading.Thread(target=lambda: result.append(process.stdout.readline()), daemon=True)
+def read_line(process: subprocess.Popen, timeout: float) -> str:
+    """The next line of ``process``'s output ("" if none comes within ``timeout`` seconds)."""
+    line: list[str] = []
+    reader = threading.Thread(target=lambda: line.append(process.stdout.readline()), daemon=True)
     reader.start()
-    reader.join(START_TIMEOUT_S)
-    line = result[0] if result else ""
-    match = re.search(r"http://\S+", line)
-    if not match:
+    reader.join(timeout)
+    return line[0] if line else ""
+
+
+def stop(process: subprocess.Popen) -> None:
+    """Terminate ``process``, killing it if it does not exit within 10 seconds."""
+    process.terminate()
+    try:
+        process.wait(timeout=10)
+    except subprocess.TimeoutExpired:
         process.kill()
-        raise AssertionError(f"gem serve did not start: {line!r} {process.stderr.read()[-2000:]!r}")
-    return match.group(0)
+        process.wait(timeout=10)
 
 
 @contextmanager
@@ -75,42 +77,18 @@ def in_thread(app: Any) -> Iterator[str]:
         sock.close()
 
 
-# ---- an environment written with OpenEnv's own server classes --------------------------------
-
-class CountAction(Action):
-    word: str
-
-
-class CountObservation(Observation):
-    echoed: str
-    length: int
-
-
-class CountdownEnvironment(Environment):
-    """Echoes each word; the reward is its length; the episode ends after ``TURNS`` words, or at
-    once on the word ``stop``."""
-
-    SUPPORTS_CONCURRENT_SESSIONS = True
-    TURNS = 3
-
-    def __init__(self):
-        super().__init__()
-        self._state = State(episode_id=None, step_count=0)
-
-    def reset(self, seed=None, episode_id=None, **kwargs) -> CountObservation:
-        self._state = State(episode_id=episode_id or f"seed-{seed}", step_count=0)
-        return CountObservation(echoed=f"start {seed}", length=0, done=False, reward=0.0)
-
-    def step(self, action: CountAction, timeout_s=None, **kwargs) -> CountObservation:
-        self._state.step_count += 1
-        done = action.word == "stop" or self._state.step_count >= self.TURNS
-        return CountObservation(echoed=action.word, length=len(action.word), done=done, reward=float(len(action.word)))
-
-    @property
-    def state(self) -> State:
-        return self._state
-
-
-def openenv_app(max_sessions: int = 8):
-    """OpenEnv's own FastAPI application serving :class:`CountdownEnvironment`."""
-    return create_fastapi_app(CountdownEnvironment, CountAction, CountObservation, max_concurrent_envs=max_sessions)
+@contextmanager
+def package_server(package: Path) -> Iterator[str]:
+    """An exported package's server entry (``python -m server.app``, as its image runs it) on a
+    free port; yields its URL once it answers."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    process = subprocess.Popen([sys.executable, "-m", "server.app", "--host", "127.0.0.1", "--port", str(port)],
+                               cwd=package, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_healthy(url, process)
+        yield url
+    finally:
+        stop(process)

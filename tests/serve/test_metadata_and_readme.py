@@ -1,5 +1,5 @@
 """What GEM has beyond OpenEnv's fields (images, multi-agent views, info) crosses the wire, and the
-serve lines of the Serving page (docs/serving.md) run as written (on a free port instead of 8000)."""
+lines of the Serving page (docs/serving.md) run as written (on free ports instead of 8000 and 8001)."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import pytest
 import gem_core
 from gem_core.remote.server import EnvServer
 from tests.helpers import REPO
+from tests.serve.openenv_peer import openenv_python
 from tests.serve.servers import gem_serve, in_thread
 
 pytest.importorskip("PIL", reason="the vision extra (Pillow) is installed by scripts/install_test_deps.sh")
@@ -60,18 +61,39 @@ def test_a_multi_agent_view_carries_its_seats_and_a_raw_multi_agent_env_is_refus
     assert "Traceback" not in refused.stderr
 
 
-def test_the_documented_serve_lines_run_as_written():
-    section = (REPO / "docs" / "serving.md").read_text()
-    command = re.search(r"```bash\n(gem serve .*?)\n```", section).group(1)
-    blocks = re.findall(r"```python\n(.*?)```", section, re.S)
-    assert command.startswith("gem serve ") and "--port 8000" in command and len(blocks) == 2
-    env_id = command.split()[2]
+def test_the_documented_serve_lines_run_as_written(openenv, tmp_path):
+    """The Serving page's commands and Python blocks, each against the server its port names; the
+    blocks that use OpenEnv's clients run in OpenEnv's environment."""
+    page = (REPO / "docs" / "serving.md").read_text()
+    bash = re.findall(r"```bash\n(.*?)```", page, re.S)
+    serve_lines = [block.strip() for block in bash if block.startswith("gem serve ") and "\n" not in block.strip()]
+    servers = {re.search(r"--port (\d+)", line).group(1): line.split()[2] for line in serve_lines}
+    assert servers == {"8000": "game:GuessTheNumber-v0-easy", "8001": "math:Arithmetic-v0+Tool"}
+    blocks = re.findall(r"```python\n(.*?)```", page, re.S)
+    assert len(blocks) == 3
     outputs = []
-    with gem_serve(env_id) as (url, _):
+    with gem_serve(servers["8000"]) as (game, _), gem_serve(servers["8001"]) as (tools, _):
+        urls = {"8000": game, "8001": tools}
         for block in blocks:
-            code = block.replace("http://127.0.0.1:8000", url)
-            result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=REPO)
+            port = re.search(r"http://127.0.0.1:(\d+)", block).group(1)
+            python = openenv_python() if "from openenv" in block else sys.executable
+            code = block.replace(f"http://127.0.0.1:{port}", urls[port])
+            result = subprocess.run([str(python), "-c", code], capture_output=True, text=True, timeout=300, cwd=REPO)
             assert result.returncode == 0, result.stderr
             outputs.append(result.stdout)
-    first_observation = gem_core.make(env_id).reset(seed=0)[0]
+        [checks] = [block for block in bash if "openenv validate" in block]
+        for line in checks.strip().splitlines():
+            line = line.split("#")[0].split()
+            if line[:2] == ["gem", "serve"]:
+                run = subprocess.run([sys.executable, "-m", "gem_core.cli", *line[1:]], capture_output=True,
+                                     text=True, timeout=300, cwd=tmp_path)
+            else:
+                run = openenv.validate(*[urls["8000"] if word == "http://127.0.0.1:8000" else
+                                         str(tmp_path / word) if word.startswith("./") else word for word in line[2:]])
+            assert run.returncode == 0, run.stdout + run.stderr
+    first_observation = gem_core.make(servers["8000"]).reset(seed=0)[0]
     assert outputs[0].startswith(first_observation) and "you guessed 5" in outputs[0]
+    assert outputs[1].startswith(gem_core.make(servers["8001"]).reset(seed=0)[0])
+    assert "['step', 'python']" in outputs[1] and "Code execution result: 42" in outputs[1]
+    reward, done = outputs[1].split()[-2:]
+    assert float(reward) in (0.0, 1.0) and done == "True"

@@ -1,6 +1,6 @@
 """GEM's remote environments (``remote:<url>``): playing ``gem serve`` exactly as in-process,
-through vector environments and ``collect_episodes``; playing an environment served by OpenEnv's
-own server code; and the failures a network brings (unreachable, killed mid-episode)."""
+through vector environments and ``collect_episodes``; playing an environment served by OpenEnv
+0.10's own server code; and the failures a network brings (unreachable, killed mid-episode)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ import pytest
 
 import gem_core
 from gem_core.remote.env import RemoteEnvError
-from tests.serve.servers import gem_serve, in_thread, openenv_app
+from tests.serve.openenv_peer import countdown_server
+from tests.serve.servers import gem_serve
 
 GAME = "game:GuessTheNumber-v0-easy"
 
@@ -55,7 +56,7 @@ def test_vector_env_and_collect_episodes_use_remote_envs_unchanged(game_url):
 
 
 def test_remote_env_plays_an_env_served_by_openenv_own_server():
-    with in_thread(openenv_app()) as url:
+    with countdown_server() as url:  # OpenEnv 0.10's create_fastapi_app, in OpenEnv's environment
         env = gem_core.make(f"remote:{url}", action_field="word", observation_field="echoed")
         try:
             observation, info = env.reset(seed=5)

@@ -1,10 +1,9 @@
 """``gem serve``'s sessions: many at once, the session limit, the idle timeout, the token, messages
-that are not valid, and environments that raise; each checked with OpenEnv's own client where a
-client is involved."""
+that are not valid, and environments that raise; each checked with OpenEnv 0.10's own client where
+a client is involved."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import time
@@ -17,53 +16,36 @@ import gem_core
 from gem_core.core import Env
 from gem_core.remote.env import RemoteEnvError
 from gem_core.remote.server import EnvServer
+from tests.serve.openenv_peer import OpenEnvError
 from tests.serve.servers import gem_serve, in_thread
-
-from openenv.core.generic_client import GenericEnvClient  # noqa: E402
 
 GAME = "game:GuessTheNumber-v0-easy"
 SESSIONS = 32
 
 
-def test_32_concurrent_sessions_each_play_their_own_episode():
+def test_32_concurrent_sessions_each_play_their_own_episode(openenv):
     actions = [r"\boxed{5}", r"\boxed{3}", r"\boxed{8}", r"\boxed{1}"]
-
-    async def play(url, seed):
-        async with GenericEnvClient(base_url=url) as client:
-            result = await client.reset(seed=seed)
-            seen = [result.observation["prompt"]]
-            for action in actions:
-                await asyncio.sleep(0)  # interleave the sessions
-                result = await client.step({"message": action})
-                seen.append((result.observation["prompt"], result.reward, result.done))
-                if result.done:
-                    break
-            return seen
-
-    async def play_all(url):
-        return await asyncio.gather(*(play(url, seed) for seed in range(SESSIONS)))
-
     with gem_serve(GAME, "--max-sessions", str(SESSIONS)) as (url, _):
-        remote = asyncio.run(play_all(url))
+        remote = openenv.play_together(url, [{"seed": seed, "actions": actions} for seed in range(SESSIONS)])
     env = gem_core.make(GAME)
     for seed in range(SESSIONS):
         expected = [env.reset(seed=seed)[0]]
         for action in actions:
             observation, reward, terminated, truncated, _ = env.step(action)
-            expected.append((observation, reward, terminated or truncated))
+            expected.append([observation, reward, terminated or truncated])
             if terminated or truncated:
                 break
         assert remote[seed] == expected, seed
     env.close()
 
 
-def test_the_session_limit_answers_a_clear_error_and_frees_on_close():
+def test_the_session_limit_answers_a_clear_error_and_frees_on_close(openenv):
     server = EnvServer(lambda: gem_core.make(GAME), GAME, max_sessions=2)
     with in_thread(server.app()) as url:
         first, second = gem_core.make(f"remote:{url}"), gem_core.make(f"remote:{url}")
         with pytest.raises(RemoteEnvError, match=r"at capacity \(2 sessions\).*CAPACITY_REACHED"):
             gem_core.make(f"remote:{url}")
-        with GenericEnvClient(base_url=url).sync() as client, pytest.raises(RuntimeError, match="CAPACITY_REACHED"):
+        with openenv.open("generic", url) as client, pytest.raises(OpenEnvError, match="CAPACITY_REACHED"):
             client.reset(seed=0)
         first.close()
         deadline = time.monotonic() + 10
@@ -92,15 +74,15 @@ def test_idle_sessions_are_closed_and_a_reset_opens_a_new_one():
         env.close()
 
 
-def test_a_token_is_required_when_configured():
+def test_a_token_is_required_when_configured(openenv):
     environ = {**os.environ, "MY_TOKEN": "s3cret"}
     with gem_serve(GAME, "--token-env", "MY_TOKEN", env=environ) as (url, _):
-        with pytest.raises(ConnectionError, match="403"):  # OpenEnv's client without the token
-            with GenericEnvClient(base_url=url).sync() as client:
-                client.reset()
+        with pytest.raises(OpenEnvError, match="403"):  # OpenEnv's client without the token
+            with openenv.open("generic", url):
+                pass
         authorised = url.replace("http://", "http://gem:s3cret@")  # OpenEnv's client sends URL credentials
-        with GenericEnvClient(base_url=authorised).sync() as client:
-            assert client.reset(seed=1).observation["prompt"]
+        with openenv.open("generic", authorised) as client:
+            assert client.reset(seed=1)["observation"]["prompt"]
         with pytest.raises(RemoteEnvError, match="HTTP 403"):
             gem_core.make(f"remote:{url}", token="wrong")
         env = gem_core.make(f"remote:{url}", token="s3cret")
@@ -164,19 +146,19 @@ class Faulty(Env):
         return f"you said {action}", 1.0, False, False, {}
 
 
-def test_an_environment_that_raises_ends_its_episode_with_a_fault_not_the_server():
+def test_an_environment_that_raises_ends_its_episode_with_a_fault_not_the_server(openenv):
     server = EnvServer(Faulty, "test:Faulty", max_sessions=2)
     with in_thread(server.app()) as url:
-        with GenericEnvClient(base_url=url).sync() as client:
+        with openenv.open("generic", url) as client:
             client.reset()
             result = client.step({"message": "raise"})
-            assert result.done and result.reward == 0.0 and result.observation["prompt"] == ""
-            fault = result.observation["metadata"]["fault"]
+            assert result["done"] and result["reward"] == 0.0 and result["observation"]["prompt"] == ""
+            fault = result["observation"]["metadata"]["fault"]
             assert fault["phase"] == "step" and "ValueError: the environment broke" in fault["error"]
-            with pytest.raises(RuntimeError, match="reset went wrong"):
+            with pytest.raises(OpenEnvError, match="reset went wrong"):
                 client.reset(fail=True)
-            assert client.reset().observation["prompt"] == "ready"  # the session goes on
-            assert client.step({"message": "hi"}).observation["prompt"] == "you said hi"
+            assert client.reset()["observation"]["prompt"] == "ready"  # the session goes on
+            assert client.step({"message": "hi"})["observation"]["prompt"] == "you said hi"
         env = gem_core.make(f"remote:{url}")
         env.reset()
         with pytest.raises(RemoteEnvError, match="failed: ValueError: the environment broke"):
@@ -185,7 +167,7 @@ def test_an_environment_that_raises_ends_its_episode_with_a_fault_not_the_server
         env.close()
 
 
-def test_an_environment_that_cannot_be_made_refuses_the_session_clearly():
+def test_an_environment_that_cannot_be_made_refuses_the_session_clearly(openenv):
     def broken():
         raise OSError("the dataset is missing")
 
@@ -193,6 +175,53 @@ def test_an_environment_that_cannot_be_made_refuses_the_session_clearly():
     with in_thread(server.app()) as url:
         with pytest.raises(RemoteEnvError, match="Making test:Broken failed: OSError: the dataset is missing"):
             gem_core.make(f"remote:{url}")
-        with GenericEnvClient(base_url=url).sync() as client, pytest.raises(RuntimeError, match="FACTORY_ERROR"):
+        with openenv.open("generic", url) as client, pytest.raises(OpenEnvError, match="FACTORY_ERROR"):
             client.reset()
         assert not server.sessions
+
+
+class Computes(Env):
+    """Spends about a millisecond of CPU per call, and never waits."""
+
+    def reset(self, seed=None, **options):
+        super().reset(seed)
+        return "ready", {}
+
+    def step(self, action):
+        deadline = time.thread_time() + 0.001
+        while time.thread_time() < deadline:
+            pass
+        return "done computing", 0.0, False, False, {}
+
+
+class Waits(Computes):
+    """Waits (sleeps) two milliseconds per call without declaring ``blocking``."""
+
+    def step(self, action):
+        time.sleep(0.002)
+        return "done waiting", 0.0, False, False, {}
+
+
+@pytest.mark.parametrize("env_class, route", [(Computes, "inline"), (Waits, "thread")])
+def test_a_session_runs_calls_where_the_vector_environments_would(env_class, route):
+    """Sessions of an environment that does not declare ``blocking`` are probed as vector slots
+    are: calls that wait move to a worker thread, calls that only compute stay on the event loop,
+    however much the machine's other work delays them."""
+    import asyncio
+    from concurrent.futures import ThreadPoolExecutor
+
+    from gem_core.remote.sessions import Session
+
+    async def play():
+        with ThreadPoolExecutor(2) as executor:
+            session = Session("test", executor)
+            await session.start(env_class)
+            assert session.route == "probe"
+            await session.reset(None, None, {})
+            for _ in range(4):
+                await session.step("go")
+            settled = session.route
+            session.close()
+            return settled
+
+    assert asyncio.run(play()) == route

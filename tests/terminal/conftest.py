@@ -1,7 +1,9 @@
-"""Fixtures of the terminal tests: a real sandbox (bubblewrap), and no process left behind."""
+"""Fixtures of the terminal tests: a real sandbox (bubblewrap), the test tools in GEM's wheelhouse
+with the package index out of reach, and no process left behind."""
 
 from __future__ import annotations
 
+import os
 import shutil
 
 import pytest
@@ -19,6 +21,21 @@ def no_process_left_behind():
     yield
     alive = wait_until_gone({pid for pid in descendants() if pid not in before})
     assert not alive, f"processes left behind: {alive}"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def test_tools():
+    """The pinned test tools, from the wheelhouse only: pip is told to reach no index during the tests."""
+    from gem_envs.terminal import wheelhouse
+    from tests.terminal.images import TEST_TOOLS
+
+    os.environ["PIP_NO_INDEX"] = "1"
+    try:
+        wheelhouse.provide(list(TEST_TOOLS))
+    except wheelhouse.WheelhouseError as e:
+        pytest.fail(f"{e}\nPut them in GEM's wheelhouse first: python -m tests.terminal.images")
+    yield TEST_TOOLS
+    os.environ.pop("PIP_NO_INDEX", None)
 
 
 @pytest.fixture(scope="session")

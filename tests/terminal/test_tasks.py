@@ -157,9 +157,10 @@ def test_installing_only_the_harness_tools_is_skipped(tmp_path):
         load_task(terminal_bench_task(tmp_path / "u", dockerfile="FROM debian\nRUN apt-get install -y tmux jq\n"))
 
 
-def test_tests_that_download_more_than_pytest_are_refused_naming_the_line(tmp_path):
+def test_tests_that_download_more_than_the_test_tools_are_refused_naming_the_line(tmp_path):
     run_tests = "#!/bin/bash\ncurl -LsSf https://astral.sh/uv/install.sh | sh\nuv add pytest requests\nuv run pytest\n"
-    with pytest.raises(TaskUnsupportedError, match=r"`uv add pytest requests` \(line 3\), which needs uv"):
+    with pytest.raises(TaskUnsupportedError, match=r"`uv add pytest requests` \(line 3\), which needs `requests` from "
+                                                   r"the package index \(GEM supplies pytest and requirements pinned"):
         load_task(terminal_bench_task(tmp_path / "t", run_tests=run_tests))
     with pytest.raises(TaskUnsupportedError, match=r"curl -LO https://example.com/d.csv` \(line 2\)"):
         load_task(terminal_bench_task(tmp_path / "u", run_tests="#!/bin/bash\ncurl -LO https://example.com/d.csv\n"))
@@ -201,18 +202,43 @@ def test_clear_errors_for_bad_folders(tmp_path):
 
 
 def test_the_standard_pytest_boilerplate_is_run_offline_keeping_line_numbers():
-    from gem_envs.terminal.tasks import offline_script
+    from gem_envs.terminal.test_script import offline_script
 
-    script = ("#!/bin/bash\napt-get update\napt-get install -y curl\n"
+    script = ("#!/bin/bash\napt-get update\napt-get update && apt-get install -y curl\n"
               "curl -LsSf https://astral.sh/uv/0.7.13/install.sh | sh\nsource $HOME/.local/bin/env\nuv init\n"
               "uv add pytest==8.4.1\npip3 install --no-cache-dir pytest 2>/dev/null || pip install pytest\n"
               "uv run pytest $TEST_DIR/test_outputs.py -rA\nuvx -p 3.13 -w pytest==8.4.1 pytest /tests -rA # run\n")
-    offline, needs = offline_script(script)
-    lines = offline.splitlines()
-    assert needs == "" and len(lines) == len(script.splitlines())
+    offline = offline_script(script)
+    lines = offline.text.splitlines()
+    assert offline.network == "" and len(lines) == len(script.splitlines())
     assert all(line.startswith("true  # ") for line in lines[1:8])
     assert lines[8:] == ["python3 -m pytest $TEST_DIR/test_outputs.py -rA", "python3 -m pytest /tests -rA # run"]
-    for line, tool in [("uvx -w pytest-json-ctrf==0.3.5 pytest --ctrf x.json /tests", "uvx"),
-                       ("apt-get install -y curl jq", "apt-get"), ("pip install pytest numpy", "pip"),
+    assert (offline.tools, offline.python) == (("pytest==8.4.1",), "3.13")
+    for line, tool in [("uvx ruff check /app", "uvx"), ("apt-get install -y curl jq", "apt-get"),
+                       ("pip install pytest numpy", "`numpy` from the package index (GEM supplies pytest and "
+                                                    "requirements pinned with ==)"),
+                       ("uvx -w pytest-json-ctrf pytest /tests", "`pytest-json-ctrf` from the package index (GEM "
+                                                                 "supplies pytest and requirements pinned with ==)"),
                        ("uv add pytest || curl -O https://x", "uv")]:
-        assert offline_script(f"#!/bin/bash\n{line}\n")[1].endswith(f"(line 2), which needs {tool} and the network.")
+        assert offline_script(f"#!/bin/bash\n{line}\n").network.endswith(f"(line 2), which needs {tool} and the network.")
+
+
+def test_terminal_bench_2s_runner_over_several_lines_runs_on_the_supplied_tools():
+    from gem_envs.terminal.test_script import offline_script
+
+    script = ("#!/bin/bash\nuvx \\\n  -p 3.13 \\\n  -w pytest==8.4.1 \\\n  -w pytest-json-ctrf==0.3.5 \\\n"
+              "  pytest --ctrf /logs/verifier/ctrf.json /tests/test_outputs.py -rA\n"
+              "if [ $? -eq 0 ]; then echo 1 > /logs/verifier/reward.txt; else echo 0 > /logs/verifier/reward.txt; fi\n"
+              "uv pip install --system pytest-timeout==2.4.0\nuv run --with pytest-xdist==3.8.0 python -m pytest -q\n"
+              "uvx pytest@8.3.5 --version\n")
+    offline = offline_script(script, "test.sh")
+    lines = offline.text.splitlines()
+    assert offline.network == "" and len(lines) == len(script.splitlines())
+    assert lines[1:6] == ["python3 -m pytest --ctrf /logs/verifier/ctrf.json /tests/test_outputs.py -rA", "", "", "", ""]
+    assert lines[6] == script.splitlines()[6]  # the script's own reward logic runs as written
+    assert lines[7].startswith("true  # uv pip install --system pytest-timeout==2.4.0")
+    assert lines[8:] == ["python3 -m pytest -q", "python3 -m pytest --version"]
+    assert offline.tools == ("pytest==8.4.1", "pytest-json-ctrf==0.3.5", "pytest-timeout==2.4.0",
+                             "pytest-xdist==3.8.0")  # one pytest: the first pinned
+    assert offline.python == "3.13"
+    assert offline_script("#!/bin/bash\necho no tests here\n").tools == ()

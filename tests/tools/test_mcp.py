@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 import gem_core
-from gem_core.components import apply_wrappers
+from gem_core.registry import apply_wrappers
 from gem_core.tools import MCPTool, ToolConfigError
 
 from .conftest import FIXTURE_PIDS, wait_until_gone

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gem_core.components import get_tool
+from gem_core.registry import get_tool
 from gem_core.tools import PythonTool, SandboxUnavailableError, ToolConfigError
 
 pytestmark = pytest.mark.usefixtures("sandbox")

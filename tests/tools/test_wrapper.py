@@ -10,7 +10,7 @@ import pytest
 
 import gem_core
 from gem_core import UnknownNameError, get_wrapper, register
-from gem_core.components import apply_wrappers
+from gem_core.registry import apply_wrappers
 from gem_core.registry import deregister
 from gem_core.tools import SAMPLE_CORPUS, PythonTool, SearchTool, ToolConfigError, ToolWrapper
 from tests.helpers import fake_distribution, run_python
@@ -214,7 +214,7 @@ def test_a_plugin_registers_a_tool_through_the_tools_hook(tmp_path):
     )
     out = run_python(f'''
         import gem_core
-        from gem_core.components import apply_wrappers
+        from gem_core.registry import apply_wrappers
         env = apply_wrappers(gem_core.make({ENV_ID!r}), [("tool", {{"tools": [("shout", {{"suffix": "!!"}})]}})])
         observation, info = env.reset(seed=0)
         assert observation.endswith("Write <shout>text</shout> to shout it."), observation

@@ -2,7 +2,6 @@
 mode is a plain loop, and the names importable before the split still are."""
 
 import asyncio
-import importlib
 import random
 import threading
 
@@ -85,17 +84,3 @@ def test_sync_mode_is_a_plain_loop_in_the_callers_thread():
             vec.step(["a"] * 3)
         assert not set(threading.enumerate()) - before  # no worker thread, no event-loop thread
         assert {t for env in vec.envs for t in env.threads} == {threading.get_ident()}
-
-
-@pytest.mark.parametrize("name, module", [
-    ("VectorEnv", "gem_core.vector.base"), ("AutoresetMode", "gem_core.vector.base"),
-    ("SyncVectorEnv", "gem_core.vector.sync_env"), ("AsyncVectorEnv", "gem_core.vector.async_env"),
-    ("execution_kind", "gem_core.vector.execution"), ("declared_blocking", "gem_core.vector.execution"),
-    ("AWAIT", "gem_core.vector.execution"), ("THREAD", "gem_core.vector.execution"),
-    ("PROBE_CALLS", "gem_core.vector.execution"), ("PROBE_WAIT_S", "gem_core.vector.execution"),
-])
-def test_names_stay_importable_from_the_base_module(name, module):
-    base = importlib.import_module("gem_core.vector.base")
-    assert getattr(base, name) is getattr(importlib.import_module(module), name)
-    with pytest.raises(AttributeError):
-        base.NoSuchName  # noqa: B018

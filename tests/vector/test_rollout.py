@@ -214,6 +214,47 @@ def test_a_policy_taking_infos_gets_each_observations_info(asynchronous):
     assert all("turn" in info for _, info in later)  # a step's info, with the game's turn count
 
 
+@pytest.mark.parametrize("autoreset", ["next_step", "same_step"])
+def test_a_list_of_seeds_plays_exactly_those_episodes_whatever_the_timing(mode, autoreset):
+    # Countdown draws each episode's length from its seed: slots end at different times, so a
+    # slot's own seed sequence would play other seeds than these.
+    plan = [7, 7, 7, 20, 20, 20, 33, 33, 33, 46]
+    with make_vec(COUNTDOWN, 3, mode=mode, autoreset=autoreset, length=None) as vec:
+        episodes = gem_core.collect_episodes(vec, lambda obs: ["a"] * len(obs), len(plan), seed=plan)
+    assert sorted(e.seed for e in episodes) == sorted(plan)
+    by_seed = {}
+    for episode in episodes:  # episodes from one seed start in the same state and play alike
+        by_seed.setdefault(episode.seed, []).append([(t.observation, t.reward) for t in episode.turns])
+    assert all(len({repr(turns) for turns in runs}) == 1 for runs in by_seed.values())
+
+
+def test_a_failed_planned_start_takes_the_next_planned_seed():
+    with gem_core.make_vec(lambda: SeedSensitive(), 2) as vec:
+        episodes = gem_core.collect_episodes(vec, lambda obs: ["a"] * len(obs), 4, seed=[1, 3, 4, 5, 7, 8])
+    # SeedSensitive cannot start seed 3: the next planned seed took its place, none of the slot's own
+    assert sorted(e.seed for e in episodes) == [1, 4, 5, 7]
+
+
+@pytest.mark.parametrize("asynchronous", [False, True])
+def test_a_policy_taking_episodes_gets_the_episode_of_each_observation(asynchronous):
+    seen: dict[int, list[int]] = {}  # id of the episode -> the number of turns it had at each call
+
+    def policy(observations, episodes):
+        assert len(episodes) == len(observations)
+        for episode in episodes:
+            seen.setdefault(id(episode), []).append(episode.num_turns)
+        return ["a"] * len(observations)
+
+    async def apolicy(observations, *, episodes):
+        return policy(observations, episodes)
+
+    finished = []
+    with gem_core.make_vec(lambda: Countdown(3), 2) as vec:
+        episodes = gem_core.collect_episodes(vec, apolicy if asynchronous else policy, 4, on_episode=finished.append)
+    assert sorted(map(id, episodes)) == sorted(seen) == sorted(map(id, finished))  # the same objects
+    assert all(counts == [0, 1, 2] for counts in seen.values())  # asked at every turn, as it grew
+
+
 class StreamingSearch:
     """binary_search, handing its actions over a few at a time, last observation first, and
     noting what the vector environment stepped before each hand-over."""

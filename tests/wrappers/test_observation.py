@@ -197,20 +197,6 @@ def test_tool_results_are_shown_in_the_history_as_they_were_seen(format, smollm2
     assert "42" in seen and "4\n" in seen
 
 
-def test_the_former_name_observation_wrapper_is_history_wrapper_and_warns_once():
-    result = run_python("""
-        import warnings, gem_core
-        from gem_core.wrappers import HistoryWrapper
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            from gem_core.wrappers import ObservationWrapper
-            again = gem_core.ObservationWrapper
-        deprecations = [str(w.message) for w in caught if w.category is DeprecationWarning]
-        print(ObservationWrapper is HistoryWrapper is again, len(deprecations), "HistoryWrapper" in deprecations[0])
-    """)
-    assert result.stdout.split() == ["True", "1", "True"], result.stdout + result.stderr
-
-
 def test_the_wrapper_bases_sit_next_to_wrapper():
     from gem_core.wrappers import EpisodeTrackingWrapper
 

@@ -4,7 +4,7 @@ import pytest
 
 import gem_core
 from gem_core import GemError
-from gem_core.components import WRAPPERS
+from gem_core.registry import WRAPPERS
 from gem_core.wrappers import EpisodeTrackingWrapper, HistoryWrapper, parse_wrappers, wrap, wrapper_option_names
 from tests.wrappers.test_observation import STEPS, Script
 

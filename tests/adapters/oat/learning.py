@@ -8,12 +8,24 @@ from tests.adapters import conformance
 EASY = "game:GuessTheNumber-v0-easy"
 
 
-def episodes_of(rewards_per_episode, starts, layout=conformance.LAYOUT):  # needs the stand-ins installed
+def starts_of(group_ids):
+    """One episode start per distinct group id, in order: episodes of one group share their start."""
+    seeds: dict = {}
+    return [(EASY, seeds.setdefault(group, len(seeds))) for group in group_ids]
+
+
+#: Turns in the conformance batch: oat keeps at most ``--rollout_batch_size_per_device`` of them.
+TURNS = sum(len(episode) for episode in conformance.EPISODES)
+
+
+def episodes_of(rewards_per_episode, starts=None, layout=conformance.LAYOUT):  # needs the stand-ins installed
     """Transitions in the conformance layout: turn ``t`` of an episode answers with that turn's
     model tokens; its prompt is the episode so far (token 7 for the first observation, 8 for each
-    later one)."""
+    later one). Without ``starts`` every episode has a start of its own."""
     from gem_adapters.oat.rollout import GemTransition
 
+    if starts is None:
+        starts = starts_of(range(len(rewards_per_episode)))
     episodes = []
     for rewards, turns, (env_id, seed) in zip(rewards_per_episode, layout, starts):
         prompt, episode = [7], []
@@ -30,8 +42,8 @@ def episodes_of(rewards_per_episode, starts, layout=conformance.LAYOUT):  # need
 
 
 def learner_rank(rank: int, world_size: int, folder: str) -> None:
-    """Rank 0 holds the first two conformance episodes, rank 1 the third; each saves the
-    advantages its learner gives them."""
+    """Each rank holds its share of the conformance episodes, the earlier ranks the earlier ones;
+    each saves the advantages its learner gives them."""
     import numpy as np
     import torch.distributed as dist
 
@@ -41,11 +53,12 @@ def learner_rank(rank: int, world_size: int, folder: str) -> None:
 
     dist.init_process_group("gloo", init_method=f"file://{folder}/rendezvous", rank=rank, world_size=world_size)
     try:
-        args = parse(["--pretrain", "SmolLM2", "--env", EASY, "--estimator", "rebn"])
+        args = parse(["--pretrain", "SmolLM2", "--env", EASY, "--estimator", "rebn",
+                      "--rollout_batch_size_per_device", str(TURNS)])
         learner = GemOatLearner(world_size, rank, 0, "127.0.0.1", 29500, False, args, [], None)
         learner.critic, learner.pi_buffer, learner.all_buffer, learner.query_step = None, [], [], 0
-        mine = [[0, 1], [2]][rank]
-        episodes = episodes_of([conformance.EPISODES[i] for i in mine], [(EASY, i) for i in mine],
+        mine = np.array_split(np.arange(len(conformance.EPISODES)), world_size)[rank]
+        episodes = episodes_of([conformance.EPISODES[i] for i in mine], [(EASY, int(i)) for i in mine],
                                [conformance.LAYOUT[i] for i in mine])
         learner.process_feedback_data(episodes)
         np.save(f"{folder}/rank{rank}.npy", np.array([t.info["advantages"] for t in learner.pi_buffer]))

@@ -9,7 +9,7 @@ import torch
 
 from tests.adapters import conformance
 from tests.adapters.oat.conftest import EASY, oat_args
-from tests.adapters.oat.learning import episodes_of
+from tests.adapters.oat.learning import TURNS, episodes_of, starts_of
 
 
 @pytest.fixture
@@ -22,6 +22,7 @@ def make_learner(monkeypatch):
         monkeypatch.delenv(name, raising=False)  # oat's launcher sets these; restored after the test
 
     def make(*argv: str) -> GemOatLearner:
+        argv = ("--rollout_batch_size_per_device", str(TURNS), *argv)  # every turn kept, unless a test asks
         learner = GemOatLearner(1, 0, 0, "127.0.0.1", 29500, False, oat_args("--env", EASY, *argv), [], None)
         learner.critic, learner.pi_buffer, learner.all_buffer, learner.query_step = None, [], [], 0
         return learner
@@ -57,10 +58,10 @@ def per_token(learner, tokenizer, episodes):
 
 def test_rebn_in_oats_process_feedback_data_matches_gem_core_per_token(make_learner, smollm2_tokenizer):
     learner = make_learner("--estimator", "rebn")
-    episodes = episodes_of(conformance.EPISODES, [(EASY, 0), (EASY, 1), (EASY, 2)])
+    episodes = episodes_of(conformance.EPISODES)
     learner.process_feedback_data(episodes)
 
-    assert len(learner.pi_buffer) == 6 and learner.query_step == 6
+    assert len(learner.pi_buffer) == TURNS and learner.query_step == TURNS
     conformance.assert_per_token(per_token(learner, smollm2_tokenizer, episodes), conformance.REBN)
     returns = [t.info["returns"] for t in learner.pi_buffer]
     np.testing.assert_allclose(returns, conformance.flat(conformance.RETURNS), atol=1e-6)
@@ -69,17 +70,17 @@ def test_rebn_in_oats_process_feedback_data_matches_gem_core_per_token(make_lear
 
 def test_grpo_groups_the_episodes_of_one_start(make_learner, smollm2_tokenizer):
     learner = make_learner("--estimator", "grpo", "--num_samples", "2")
-    episodes = episodes_of(conformance.GROUPED, [(EASY, 4), (EASY, 4)])
+    episodes = episodes_of(conformance.GROUPED, starts_of(conformance.GROUP_IDS))
     learner.process_feedback_data(episodes)
     advantages = [t.info["advantages"] for t in learner.pi_buffer]
     np.testing.assert_allclose(advantages, conformance.flat(conformance.GRPO), atol=conformance.TOLERANCE)
 
 
 def test_the_advantages_cover_every_turn_before_oat_subsamples_them(make_learner):
-    learner = make_learner("--estimator", "rebn", "--rollout_batch_size_per_device", "4")
-    episodes = episodes_of(conformance.EPISODES, [(EASY, 0), (EASY, 1), (EASY, 2)])
-    learner.process_feedback_data(episodes)
-    assert len(learner.pi_buffer) == 4  # oat keeps a random subset of the turns
+    kept = TURNS - 1
+    learner = make_learner("--estimator", "rebn", "--rollout_batch_size_per_device", str(kept))
+    learner.process_feedback_data(episodes_of(conformance.EPISODES))
+    assert len(learner.pi_buffer) == kept  # oat keeps a random subset of the turns
     for transition in learner.pi_buffer:
         episode, turn = int(transition.info["actor/episode"]), int(transition.info["actor/turn"])
         assert transition.info["advantages"] == pytest.approx(conformance.REBN[episode][turn], abs=1e-5)
@@ -87,8 +88,7 @@ def test_the_advantages_cover_every_turn_before_oat_subsamples_them(make_learner
 
 def test_estimator_oat_keeps_oats_own_returns_which_whitening_turns_into_rebn(make_learner):
     learner = make_learner("--estimator", "oat")
-    episodes = episodes_of(conformance.EPISODES, [(EASY, 0), (EASY, 1), (EASY, 2)])
-    learner.process_feedback_data(episodes)
+    learner.process_feedback_data(episodes_of(conformance.EPISODES))
     advantages = np.array([t.info["advantages"] for t in learner.pi_buffer], dtype=np.float64)
     np.testing.assert_allclose(advantages, conformance.flat(conformance.RETURNS), atol=1e-6)
     # what oat's --whiten_adv does to them in its learning step (population std, eps 1e-9)
@@ -110,7 +110,7 @@ def test_rebn_statistics_cover_every_learner_rank(tmp_path):
 
 def test_a_batch_the_estimator_cannot_take_fails_loudly(make_learner):
     learner = make_learner("--estimator", "grpo", "--num_samples", "2")
-    episodes = episodes_of(conformance.EPISODES, [(EASY, 0), (EASY, 1), (EASY, 2)])  # three singleton groups
+    episodes = episodes_of(conformance.EPISODES)  # a group of one per episode
     from gem_core.estimators import EstimatorInputError
 
     with pytest.raises(EstimatorInputError):

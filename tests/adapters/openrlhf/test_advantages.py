@@ -83,10 +83,12 @@ def rows(experiences, field: str) -> torch.Tensor:
 
 
 def test_rebn_through_openrlhfs_advantage_path_matches_gem_core(openrlhf_parse, gem_estimator):
-    maker = maker_for(openrlhf_parse, micro_batch=2)
+    episodes = len(batch.EPISODES)
+    micro_batch = (episodes + 1) // 2  # two micro-batches, one batch statistic
+    maker = maker_for(openrlhf_parse, micro_batch=micro_batch)
     assert gem_estimator("rebn") == "rebn" and installed() == "rebn"
     experiences = experiences_for(maker)
-    assert [len(e.labels) for e in experiences] == [2, 1]  # two micro-batches, one batch statistic
+    assert [len(e.labels) for e in experiences] == [micro_batch, episodes - micro_batch]
     result = maker.compute_advantages_and_returns(experiences)
     batch.assert_per_token(rows(result, "advantages"), batch.REBN)
     batch.assert_per_token(rows(result, "returns"), batch.RETURNS)
@@ -105,9 +107,9 @@ def test_without_gem_openrlhfs_own_estimator_gives_other_values(openrlhf_parse):
 
 
 def test_grpo_groups_the_samples_of_one_prompt(openrlhf_parse, gem_estimator):
-    maker = maker_for(openrlhf_parse, n=2)
+    maker = maker_for(openrlhf_parse, n=len(batch.GROUPED))  # one group
     gem_estimator("gem_grpo")
-    layout = batch.LAYOUT[:2]
+    layout = batch.LAYOUT[:len(batch.GROUPED)]
     result = maker.compute_advantages_and_returns(experiences_for(maker, batch.GROUPED, layout))
     batch.assert_per_token(rows(result, "advantages"), batch.GRPO, layout)
 

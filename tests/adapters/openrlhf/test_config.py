@@ -96,7 +96,7 @@ def test_the_ray_runtime_environment_carries_the_hook_and_openrlhfs_worker_varia
 @pytest.mark.parametrize(("argv", "message"), [
     (["--gem.estimator", "rebm"], "rebn"),
     (["--gem.estimator"], "needs a value"),
-    (["--gem.estimater=rebn"], "Unknown flag --gem.estimater"),
+    (["--gem.estimater=rebn"], "Unknown option --gem.estimater"),
     (["--gem.estimator=rebn", "--algo.advantage.estimator", "gae"], "drop --algo.advantage.estimator"),
     (["--gem.estimator", "rebn", "--reward.overlong_buffer_len", "64"], "length penalties"),
 ])

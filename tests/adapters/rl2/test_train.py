@@ -105,7 +105,7 @@ def test_without_gem_estimator_rl2_runs_as_it_is(rl2_main, tmp_path):
 @pytest.mark.parametrize(("argv", "message"), [
     (["gem.estimator=rebnn"], "rebn"),
     (["gem.estimator="], "needs a value"),
-    (["gem.gamma=0.5"], "the only GEM key is gem.estimator"),
+    (["gem.gamma=0.5"], "the only GEM option is gem.estimator"),
     (["adv.estimator=gae", "gem.estimator=rebn"], "drop adv.estimator"),
 ])
 def test_bad_overrides_fail_before_rl2_starts(rl2_main, argv, message, capsys):

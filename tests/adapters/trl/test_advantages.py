@@ -14,6 +14,14 @@ from tests.adapters import conformance as batch
 from tests.adapters.trl.conftest import EASY, rows
 
 TOKEN = 28  # any token that is neither end of turn nor padding
+#: The grouped batch's token layout: the first of the conformance layout's episodes.
+GROUPED_LAYOUT = batch.LAYOUT[:len(batch.GROUPED)]
+
+
+def trainer_for(make_trainer, episodes, **settings):
+    """A trainer whose generation batch is exactly ``episodes``, in one group."""
+    size = len(episodes)
+    return make_trainer(rows(EASY, range(size)), num_generations=size, per_device_train_batch_size=size, **settings)
 
 
 def layout_rollout(episodes, layout):
@@ -44,20 +52,21 @@ def scored(trainer, episodes, layout):
 
 
 def test_rebn_per_token_advantages_equal_gem_cores(make_trainer):
-    trainer = make_trainer(rows(EASY, range(3)), num_generations=3, per_device_train_batch_size=3,
-                           estimator="rebn", gamma=batch.GAMMA)
+    trainer = trainer_for(make_trainer, batch.EPISODES, estimator="rebn", gamma=batch.GAMMA)
     output = scored(trainer, batch.EPISODES, batch.LAYOUT)
     assert output["advantages"].shape == output["completion_ids"].shape
     batch.assert_per_token(output["advantages"], batch.REBN)
-    assert output["tool_mask"].tolist()[2][:4] == [1, 1, 1, 1]
+    _, model_tokens = batch.token_rows(layout=batch.LAYOUT, width=output["tool_mask"].shape[1])
+    for row, (mask, expected) in enumerate(zip(output["tool_mask"].tolist(), model_tokens.tolist())):
+        length = sum(m + e for m, e in batch.LAYOUT[row])
+        assert mask[:length] == expected[:length]  # the rollout's env_mask became TRL's tool_mask
 
 
 def test_the_loss_trl_computes_weighs_each_model_token_by_its_turns_advantage(make_trainer):
     """With one iteration per batch and no KL, TRL's importance ratio is 1 and its ``dapo`` loss is
     ``-sum(A_t over model tokens) / model tokens``: the advantages enter the loss per token and
     environment tokens not at all."""
-    trainer = make_trainer(rows(EASY, range(3)), num_generations=3, per_device_train_batch_size=3,
-                           estimator="rebn", gamma=batch.GAMMA)
+    trainer = trainer_for(make_trainer, batch.EPISODES, estimator="rebn", gamma=batch.GAMMA)
     output = scored(trainer, batch.EPISODES, batch.LAYOUT)
     trainer.current_gradient_accumulation_steps = 1
     loss = trainer._compute_loss(trainer.model, output)
@@ -70,17 +79,15 @@ def test_the_loss_trl_computes_weighs_each_model_token_by_its_turns_advantage(ma
 
 
 def test_grpo_groups_each_starts_episodes(make_trainer):
-    trainer = make_trainer(rows(EASY, range(2)), num_generations=2, per_device_train_batch_size=2,
-                           estimator="gem_grpo", gamma=batch.GAMMA)
-    output = scored(trainer, batch.GROUPED, batch.LAYOUT[:2])
-    batch.assert_per_token(output["advantages"], batch.GRPO, batch.LAYOUT[:2])
+    trainer = trainer_for(make_trainer, batch.GROUPED, estimator="gem_grpo", gamma=batch.GAMMA)
+    output = scored(trainer, batch.GROUPED, GROUPED_LAYOUT)
+    batch.assert_per_token(output["advantages"], batch.GRPO, GROUPED_LAYOUT)
 
 
 def test_trls_own_estimator_stays_as_trl_computes_it(make_trainer):
     """``estimator="trl"``: TRL's group advantage of the episode return, one number per episode."""
-    trainer = make_trainer(rows(EASY, range(2)), num_generations=2, per_device_train_batch_size=2,
-                           estimator="trl")
-    output = scored(trainer, batch.GROUPED, batch.LAYOUT[:2])
+    trainer = trainer_for(make_trainer, batch.GROUPED, estimator="trl")
+    output = scored(trainer, batch.GROUPED, GROUPED_LAYOUT)
     assert output["advantages"].dim() == 1
     returns = torch.tensor([sum(e) for e in batch.GROUPED])
     expected = (returns - returns.mean()) / (returns.std() + 1e-4)
@@ -92,9 +99,8 @@ def test_every_gem_estimator_is_selectable(make_trainer):
 
     for name, gem_name in estimator_names().items():
         assert check_estimator(name, 2) == gem_name
-    trainer = make_trainer(rows(EASY, range(2)), num_generations=2, per_device_train_batch_size=2,
-                           estimator="gem_rloo", gamma=batch.GAMMA)
-    output = scored(trainer, batch.GROUPED, batch.LAYOUT[:2])
+    trainer = trainer_for(make_trainer, batch.GROUPED, estimator="gem_rloo", gamma=batch.GAMMA)
+    output = scored(trainer, batch.GROUPED, GROUPED_LAYOUT)
     assert torch.isfinite(output["advantages"]).all()
 
 
@@ -105,7 +111,7 @@ def test_an_unknown_estimator_is_refused_before_the_model_loads(make_trainer):
 
 def test_a_batch_the_estimator_cannot_take_is_a_clear_error(make_trainer):
     """A rollout whose turns and rewards disagree cannot be estimated; the error says why."""
-    trainer = make_trainer(rows(EASY, range(2)), num_generations=2, per_device_train_batch_size=2,
-                           estimator="rebn", gamma=batch.GAMMA)
+    mismatched = [[0.0] * (len(turns) + 1) for turns in GROUPED_LAYOUT]  # one reward too many per episode
+    trainer = trainer_for(make_trainer, mismatched, estimator="rebn", gamma=batch.GAMMA)
     with pytest.raises(GemError, match="model turn"):
-        scored(trainer, [[0.0], [1.0, 0.0]], batch.LAYOUT[:2])
+        scored(trainer, mismatched, GROUPED_LAYOUT)

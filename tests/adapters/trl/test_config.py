@@ -65,6 +65,10 @@ def test_cpu_runs_in_one_python_process(tmp_path):
     (["--estimator", "trl", "--n", "1"], "--n 2"),
     (["--batch-size", "3", "--n", "3", "--gpus", "2"], "divisible"),
     (["--wrappers", "concat_chat"], "already keeps the whole conversation"),
+    (["--mode", "factory", "--estimator", "rebn"], "--mode factory"),
+    (["--mode", "factory", "--max-tokens-per-turn", "64"], "--max-tokens-per-turn"),
+    (["--mode", "sideways"], "sideways"),
+    (["--mode", "factory", "--gamma", "0.5"], "--gamma"),
 ])
 def test_bad_input_is_a_clear_error(tmp_path, args, message):
     base = {"--env": EASY, "--model": "m", "--out": str(tmp_path / "run"), "--train-size": "8", "--val-size": "1",
@@ -95,3 +99,16 @@ def test_the_train_command_reports_a_missing_dataset_without_a_traceback(tmp_pat
 def test_gem_lists_the_trl_command():
     result = gem("trl", "--help")
     assert result.returncode == 0 and "config" in result.stdout
+
+
+def test_the_per_turn_trainer_refuses_a_trl_it_was_not_tested_with():
+    from gem_adapters.trl.versions import check_factory_trl, check_subclass_trl
+    from gem_core.errors import GemError
+
+    assert check_subclass_trl("1.16.3") == "1.16.3"
+    for version in ("1.15.0", "1.17.0", "0.29.0"):
+        with pytest.raises(GemError, match=r"1\.16\.x only.*--mode factory"):
+            check_subclass_trl(version)
+    assert check_factory_trl("0.29.0") == "0.29.0"
+    with pytest.raises(GemError, match="0.29.0"):
+        check_factory_trl("0.28.0")

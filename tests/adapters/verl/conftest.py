@@ -84,7 +84,7 @@ class ScriptedServer:
 @pytest.fixture(scope="session")
 def gem_estimators():
     """GEM's estimators must be registered for `gem verl config` to accept them."""
-    from gem_core.components import ESTIMATORS
+    from gem_core.registry import ESTIMATORS
 
     assert "rebn" in ESTIMATORS, "gem_core registers the rebn estimator"
     return ESTIMATORS

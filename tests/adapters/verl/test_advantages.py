@@ -180,9 +180,10 @@ def test_the_conformance_batch_through_verls_compute_advantage():
 
     rewards, mask = c.token_rows()
     data = DataProto.from_dict(tensors={"token_level_rewards": rewards, "response_mask": mask},
-                               non_tensors={"uid": np.array(["a", "b", "c"], dtype=object)})
+                               non_tensors={"uid": np.array([f"u{i}" for i in range(len(c.EPISODES))], dtype=object)})
     c.assert_per_token(verl_advantages(data, "rebn", c.GAMMA).batch["advantages"], c.REBN)
-    rewards, mask = c.token_rows(c.GROUPED, c.LAYOUT[:2])
+    layout = c.LAYOUT[:len(c.GROUPED)]
+    rewards, mask = c.token_rows(c.GROUPED, layout)
     data = DataProto.from_dict(tensors={"token_level_rewards": rewards, "response_mask": mask},
                                non_tensors={"uid": np.array(c.GROUP_IDS, dtype=object)})
-    c.assert_per_token(verl_advantages(data, "gem_grpo", c.GAMMA).batch["advantages"], c.GRPO, c.LAYOUT[:2])
+    c.assert_per_token(verl_advantages(data, "gem_grpo", c.GAMMA).batch["advantages"], c.GRPO, layout)

