@@ -209,19 +209,25 @@ def dynamic_cache_decoder() -> type:
     return module.DynamicCacheDecoder
 
 
-def two_turns(decoder, tokenizer, *, temperature: float, top_p: float, seed: int = 5) -> list[list[int]]:
-    """Responses to a batch of first turns, then to their second turns (which read the cache)."""
+def two_turns(decoder, tokenizer, *, temperature: float, top_p: float, seed: int = 5,
+              per_prompt: bool = False) -> list[list[int]]:
+    """Responses to a batch of first turns, then to their second turns (which read the cache);
+    ``per_prompt``: each prompt sampled with a seed of its own."""
     torch.manual_seed(seed)
     openings = [f"Question number {k}" + " and more" * k for k in range(6)]
+    seeds = [seed + k for k in range(6)] if per_prompt else None
     first = decoder.sample([chat(tokenizer, text) for text in openings], max_new_tokens=9,
-                           temperature=temperature, top_p=top_p)
+                           temperature=temperature, top_p=top_p, seeds=seeds)
     replies = [tokenizer.decode(r, skip_special_tokens=True) for r in first]
     later = [chat(tokenizer, text, reply, "Go on.") for text, reply in zip(openings, replies)]
-    return first + decoder.sample(later, max_new_tokens=9, temperature=temperature, top_p=top_p)
+    return first + decoder.sample(later, max_new_tokens=9, temperature=temperature, top_p=top_p, seeds=seeds)
 
 
-@pytest.mark.parametrize("temperature, top_p", [(0, 1.0), (0.5, 1.0), (0.5, 0.8)], ids=["greedy", "seeded", "nucleus"])
-def test_the_buffer_decoder_gives_the_tokens_the_dynamic_cache_decoder_gave(model_and_tokenizer, temperature, top_p):
+@pytest.mark.parametrize("temperature, top_p, per_prompt", [(0, 1.0, False), (0.5, 1.0, False), (0.5, 0.8, False),
+                                                            (0.5, 0.8, True)],
+                         ids=["greedy", "seeded", "nucleus", "a seed per prompt"])
+def test_the_buffer_decoder_gives_the_tokens_the_dynamic_cache_decoder_gave(model_and_tokenizer, temperature, top_p,
+                                                                          per_prompt):
     """Both compute the same logits up to float rounding (about 1e-6 here: their attention reads
     differently padded rows), and draw the same random numbers. At temperature 1 this random
     model's next-token distribution is nearly uniform over 49k tokens, where rounding can reorder
@@ -231,7 +237,7 @@ def test_the_buffer_decoder_gives_the_tokens_the_dynamic_cache_decoder_gave(mode
 
     def run(decoder_type, stops: set[int]) -> list[list[int]]:
         decoder = decoder_type(model, PrefixCache(100_000), stop_ids=stops, pad_id=tokenizer.pad_token_id)
-        return two_turns(decoder, tokenizer, temperature=temperature, top_p=top_p)
+        return two_turns(decoder, tokenizer, temperature=temperature, top_p=top_p, per_prompt=per_prompt)
 
     unstopped = run(before_type, set())
     stops = {unstopped[0][1], unstopped[1][2]}  # the same draws make rows 0 and 1 finish early and leave
@@ -245,15 +251,17 @@ def test_the_device_loop_gives_the_host_loops_tokens(model_and_tokenizer):
     greedy = [reference(model, tokenizer, chat(tokenizer, f"Question number {k}" + " and more" * k), 9) for k in range(6)]
     stops = {greedy[0][1], greedy[1][2]}
 
-    def run(device_loop: bool, stop_ids: set[int], temperature: float) -> list[list[int]]:
+    def run(device_loop: bool, stop_ids: set[int], temperature: float, per_prompt: bool = False) -> list[list[int]]:
         decoder = CachedDecoder(model, PrefixCache(100_000), stop_ids=stop_ids, pad_id=tokenizer.pad_token_id,
                                 device_loop=device_loop)
-        return two_turns(decoder, tokenizer, temperature=temperature, top_p=1.0)
+        return two_turns(decoder, tokenizer, temperature=temperature, top_p=1.0, per_prompt=per_prompt)
 
     # greedy, rows finishing early: the device loop keeps them in the batch and cuts their tokens after
     assert run(True, stops, 0) == run(False, stops, 0)
     # sampled, no row finishing early (the host loop drops none): the same random draws, the same tokens
     assert run(True, set(), 1.0) == run(False, set(), 1.0)
+    # a seed per prompt: each row draws from its own generator, whichever rows stay in the batch
+    assert run(True, stops, 1.0, per_prompt=True) == run(False, stops, 1.0, per_prompt=True)
 
 
 def test_a_captured_shape_is_rounded_up_captured_once_and_refilled(model_and_tokenizer, monkeypatch):
