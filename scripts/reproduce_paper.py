@@ -74,8 +74,9 @@ TOOL_TASK = "math:Products-v0+Tool"
 
 PRESETS: dict[str, dict[str, Any]] = {
     "cpu": {"steps": 14, "episodes_per_step": 16, "max_new_tokens": 16, "max_prompt_tokens": 1024},
-    # 20 runs share one GPU: micro-batches of 2048 tokens keep each within its share of the memory
-    "gpu": {"steps": 20, "episodes_per_step": 64, "max_new_tokens": 16, "max_prompt_tokens": 1024,
+    # 20 runs share one GPU's memory: smaller micro-batches than one run alone would take, and
+    # prompts bounded near the longest episode of claim 2 (10 turns: a last prompt of about 520 tokens)
+    "gpu": {"steps": 20, "episodes_per_step": 64, "max_new_tokens": 16, "max_prompt_tokens": 768,
             "micro_batch_tokens": 2048},
     "vision": {"steps": 40, "episodes_per_step": 64, "max_new_tokens": 256, "max_prompt_tokens": 2048},
     "frameworks": {"steps": 14, "episodes_per_step": 16, "max_new_tokens": 16, "max_prompt_tokens": 1024},
