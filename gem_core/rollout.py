@@ -4,8 +4,8 @@ A policy is any callable that takes a list of observations and returns a list of
 string each), or an awaitable of that list: an LLM client, a sampler, a scripted agent. A policy
 with an ``infos`` keyword gets each observation's info too (e.g. the images of a visual task,
 ``info["images"]``), and one with an ``episodes`` keyword the :class:`~gem_core.episodes.Episode`
-each observation belongs to (its env id, seed and turns so far; the same object from the
-episode's first turn to its last, and the one ``on_episode`` gets). A policy with a ``stream``
+each observation belongs to (its env id, seed and turns so far; the same object from the episode's
+first turn to its last, and the one ``on_episode`` gets). A policy with a ``stream_actions``
 method (taking the observations, and ``infos`` and ``episodes`` as the call does) may hand its
 actions over as they are ready, as ``(positions, actions)`` pairs (positions into the
 observations, each once): :func:`collect_episodes` steps those slots at once, while the policy
@@ -80,7 +80,7 @@ def collect_episodes(vec_env: Any, policy: Policy, num_episodes: int, *, seed: i
     ``max_reset_failure_share``). ``progress`` shows a progress bar. ``on_episode`` is called with
     each episode as it ends (to save or count it before the collection is over).
     """
-    streaming = callable(getattr(policy, "stream", None))
+    streaming = callable(getattr(policy, "stream_actions", None))
     steps = _collect(vec_env, num_episodes, seed, max_turns,
                      _ResetPolicy(max_reset_failures, reset_backoff, max_reset_failure_share), progress, on_episode,
                      streaming=streaming)
@@ -162,7 +162,7 @@ def _act_streaming(vec_env: Any, policy: Any, observations: list[str], infos: li
 
     actions: list[Any] = [None] * len(slots)
     rows: list[Any] = [None] * len(slots)
-    for positions, chunk in policy.stream(observations, **_keywords(policy.stream, infos, episodes)):
+    for positions, chunk in policy.stream_actions(observations, **_keywords(policy.stream_actions, infos, episodes)):
         positions = list(positions)
         chunk = _checked_actions(chunk, len(positions))
         if not positions:

@@ -97,12 +97,12 @@ class LocalPolicy:
         """A response per prompt; ``infos`` carry a visual task's images, ``seeds`` (one per
         prompt) sample each prompt from a generator of its own (see :meth:`generate`)."""
         actions = [""] * len(prompts)
-        for positions, texts in self.stream(prompts, infos, seeds):
+        for positions, texts in self.stream_actions(prompts, infos, seeds):
             for position, text in zip(positions, texts):
                 actions[position] = text
         return actions
 
-    def stream(self, prompts: list[str], infos: list[dict[str, Any]] | None = None,
+    def stream_actions(self, prompts: list[str], infos: list[dict[str, Any]] | None = None,
                seeds: list[int] | None = None) -> Iterator[tuple[list[int], list[str]]]:
         """The responses :meth:`__call__` returns, handed over as ``(positions, texts)`` as they
         are sampled: on a GPU the rows that finish early come first, and ``collect_episodes``

@@ -263,9 +263,9 @@ class StreamingSearch:
         self.vec, self.log = vec, []
 
     def __call__(self, observations):
-        raise AssertionError("collect_episodes should use stream()")
+        raise AssertionError("collect_episodes should use stream_actions()")
 
-    def stream(self, observations, infos):
+    def stream_actions(self, observations, infos):
         actions = binary_search(observations)
         positions = list(range(len(observations)))[::-1]
         for start in range(0, len(positions), 2):
@@ -300,7 +300,7 @@ def test_a_streaming_policy_has_its_slots_stepped_as_its_actions_come_and_the_sa
     (lambda obs, infos: iter([([len(obs)], ["a"])]), "positions"),
 ])
 def test_a_stream_that_breaks_its_contract_raises(stream, message):
-    policy = type("Streaming", (), {"__call__": lambda self, obs: ["a"] * len(obs), "stream": staticmethod(stream)})()
+    policy = type("Streaming", (), {"__call__": lambda self, obs: ["a"] * len(obs), "stream_actions": staticmethod(stream)})()
     with make_vec(COUNTDOWN, 2, mode="sync", seed=0) as vec:
         with pytest.raises(GemError, match=message):
             gem_core.collect_episodes(vec, policy, 2)
