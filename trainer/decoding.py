@@ -39,6 +39,7 @@ without a sliding window, ...) through ``sdpa`` or ``eager`` attention;
 
 from __future__ import annotations
 
+import warnings
 from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -262,7 +263,13 @@ class CachedDecoder:
             if len(self._captured) >= MAX_CAPTURED:
                 self._captured.popitem(last=False)
             batch = _Batch.empty(self, key[0], key[1])
-            self._captured[key] = (batch, _DeviceSteps(batch, max_new_tokens, temperature, top_p, capture=True))
+            try:
+                self._captured[key] = (batch, _DeviceSteps(batch, max_new_tokens, temperature, top_p, capture=True))
+            except RuntimeError as error:  # a forward pass that reads back or allocates what a graph cannot hold
+                warnings.warn(f"Capturing a decoding step of {type(self.model).__name__} as a CUDA graph failed "
+                              f"({error}); it decodes uncaptured from now on, step by step.", RuntimeWarning, stacklevel=2)
+                self.cuda_graphs = False
+                return batch, _DeviceSteps(batch, max_new_tokens, temperature, top_p, capture=False)
         self._captured.move_to_end(key)
         return self._captured[key]
 

@@ -319,3 +319,22 @@ def test_the_device_loop_hands_rows_over_as_they_finish(model_and_tokenizer, mon
     assert sorted(i for indices, _ in parts for i in indices) == list(range(8))
     assert {i: r for indices, responses in parts for i, r in zip(indices, responses)} == dict(enumerate(expected))
     assert not torch.is_inference_mode_enabled()  # only while the decoder works
+
+
+def test_a_step_that_cannot_be_captured_decodes_uncaptured_and_says_so(model_and_tokenizer, monkeypatch):
+    from gem_trainer import cuda_graphs
+
+    model, tokenizer = model_and_tokenizer
+
+    def capture(step):
+        raise RuntimeError("operation not permitted when stream is capturing")
+
+    monkeypatch.setattr(cuda_graphs, "capture", capture)
+    prompts = [chat(tokenizer, f"Row {k}") for k in range(3)]
+    host = CachedDecoder(model, PrefixCache(100_000), stop_ids=set(), pad_id=tokenizer.pad_token_id)
+    graphed = CachedDecoder(model, PrefixCache(100_000), stop_ids=set(), pad_id=tokenizer.pad_token_id, device_loop=True)
+    graphed.cuda_graphs = True  # on the CPU: the stand-in capture above, which fails
+    with pytest.warns(RuntimeWarning, match="decodes uncaptured"):
+        got = graphed.sample(prompts, max_new_tokens=5, temperature=0, top_p=1.0)
+    assert got == host.sample(prompts, max_new_tokens=5, temperature=0, top_p=1.0)
+    assert not graphed.cuda_graphs and not graphed._captured
