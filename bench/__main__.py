@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from bench import BenchError, machine, reference
-from bench.discovery import PLANNED, discover, select
+from bench.discovery import ON_REQUEST, PLANNED, discover, select
 from bench.plot import write_speedup_chart
 from bench.report import terminal_table, write_markdown
 from bench.results import WorkloadSummary, summarise, write_csv, write_json
@@ -43,7 +43,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
             "per metric the medians, the ratio ours/reference and the speedup (above 1x: ours is better)."
         ),
         epilog=(
-            f"Workloads: {', '.join(PLANNED)} (planned ones not written yet are listed as skipped). "
+            f"Workloads: {', '.join(PLANNED)} (planned ones not written yet are listed as skipped); "
+            f"{', '.join(ON_REQUEST)} only when --only names it. "
             f"The reference runs in a virtual environment created on first use in {reference.venv_dir()}. "
             f"Writes {', '.join(OUTPUT_FILES.values())} under --out."
         ),
@@ -89,7 +90,7 @@ def run(args: argparse.Namespace, *, command: str, messages: Console) -> int:
     except OSError as e:
         raise BenchError(f"Cannot write results to {args.out} ({e.strerror}); choose another folder with --out.") from None
     workloads = select(discover(), args.only)
-    runnable = [w for w in workloads if w.script is not None]
+    runnable = [w for w in workloads if w.runs]
     interpreters = {"ours": Path(sys.executable)}
     if not args.no_reference and runnable:
         interpreters["reference"] = (
@@ -108,7 +109,7 @@ def run(args: argparse.Namespace, *, command: str, messages: Console) -> int:
             progress.update(task, advance=advance, **({"description": description} if description else {}))
 
         for workload in workloads:
-            runs = [] if workload.script is None else run_workload(
+            runs = [] if not workload.runs else run_workload(
                 workload, interpreters, repeats=args.repeats, quick=args.quick, timeout=args.timeout, on_step=on_step)
             summaries.append(summarise(workload, runs, reference_run="reference" in interpreters))
 

@@ -1,10 +1,11 @@
-"""Which workloads exist under ``bench/workloads/``, and which are planned but not written yet."""
+"""Which workloads exist under ``bench/workloads/``, which are planned but not written yet, and
+which run only when named."""
 
 from __future__ import annotations
 
 import ast
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from gem_core.errors import closest_names
@@ -23,15 +24,25 @@ PLANNED: dict[str, str] = {
     "code_tests": "code environment: running a solution's tests",
     "rebn": "ReBN advantage estimation",
 }
+#: Workloads that run only when ``--only`` names them, and why.
+ON_REQUEST: dict[str, str] = {
+    "gpu_rollout": "made for a CUDA GPU (minutes per run on a CPU): run it with --only gpu_rollout",
+}
 
 
 @dataclass(frozen=True)
 class Workload:
-    """One workload: a script following the workload protocol, or a planned one (``script=None``)."""
+    """One workload: a script following the workload protocol, or a planned one (``script=None``).
+    ``skipped``: why a written one is not run this time."""
 
     name: str
     description: str
     script: Path | None
+    skipped: str | None = None
+
+    @property
+    def runs(self) -> bool:
+        return self.script is not None and self.skipped is None
 
 
 def discover(directory: Path = WORKLOADS_DIR) -> list[Workload]:
@@ -45,9 +56,10 @@ def discover(directory: Path = WORKLOADS_DIR) -> list[Workload]:
 
 
 def select(workloads: list[Workload], only: Iterable[str] | None) -> list[Workload]:
-    """The workloads named in ``only`` (all when it is empty), in suite order."""
+    """The workloads named in ``only``, in suite order; when it is empty, all of them, those of
+    :data:`ON_REQUEST` marked skipped."""
     if not only:
-        return workloads
+        return [replace(w, skipped=ON_REQUEST[w.name]) if w.name in ON_REQUEST and w.script else w for w in workloads]
     wanted = set(only)
     known = {w.name for w in workloads}
     for name in sorted(wanted - known):

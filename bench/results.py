@@ -73,8 +73,8 @@ class WorkloadSummary:
 
 def summarise(workload: Workload, runs: list[Run], *, reference_run: bool) -> WorkloadSummary:
     """Gather the samples of ``runs`` per metric and say how the workload went."""
-    if workload.script is None:
-        note = f"not written yet (bench/workloads/{workload.name}.py)"
+    if not workload.runs:
+        note = workload.skipped or f"not written yet (bench/workloads/{workload.name}.py)"
         return WorkloadSummary(workload.name, workload.description, "skipped", note, [], runs)
     metrics: dict[str, MetricSummary] = {}
     for run in sorted(runs, key=lambda r: r.impl != "ours"):  # ours first: its units and order win

@@ -4,8 +4,13 @@ A policy is any callable that takes a list of observations and returns a list of
 string each), or an awaitable of that list: an LLM client, a sampler, a scripted agent. A policy
 with an ``infos`` keyword gets each observation's info too (e.g. the images of a visual task,
 ``info["images"]``), and one with an ``episodes`` keyword the :class:`~gem_core.episodes.Episode`
-each observation belongs to (its env id, seed and turns so far; the same object from the
-episode's first turn to its last, and the one ``on_episode`` gets).
+each observation belongs to (its env id, seed and turns so far; the same object from the episode's
+first turn to its last, and the one ``on_episode`` gets). A policy with a ``stream_actions``
+method (taking the observations, and ``infos`` and ``episodes`` as the call does) may hand its
+actions over as they are ready, as ``(positions, actions)`` pairs (positions into the
+observations, each once): :func:`collect_episodes` steps those slots at once, while the policy
+works on the others (a model sampling on a GPU, say); the episodes are the ones the plain call
+gives.
 
 Seeds: an int ``s`` gives the first slots the seeds ``s``, ``s + 1``, ... and each slot then
 continues its own sequence (see :mod:`gem_core.vector.base`); a list gives the episodes' seeds in
@@ -75,8 +80,10 @@ def collect_episodes(vec_env: Any, policy: Policy, num_episodes: int, *, seed: i
     ``max_reset_failure_share``). ``progress`` shows a progress bar. ``on_episode`` is called with
     each episode as it ends (to save or count it before the collection is over).
     """
+    streaming = callable(getattr(policy, "stream_actions", None))
     steps = _collect(vec_env, num_episodes, seed, max_turns,
-                     _ResetPolicy(max_reset_failures, reset_backoff, max_reset_failure_share), progress, on_episode)
+                     _ResetPolicy(max_reset_failures, reset_backoff, max_reset_failure_share), progress, on_episode,
+                     streaming=streaming)
     result: Any = None
     try:
         while True:
@@ -85,6 +92,8 @@ def collect_episodes(vec_env: Any, policy: Policy, num_episodes: int, *, seed: i
                 result = vec_env.reset(*payload)
             elif kind == "step":
                 result = vec_env.step(*payload)
+            elif kind == "act":
+                result = _act_streaming(vec_env, policy, *payload)
             elif kind == "wait":
                 time.sleep(payload)
                 result = None
@@ -129,16 +138,50 @@ async def acollect_episodes(vec_env: Any, policy: Policy, num_episodes: int, *,
 
 def _ask(policy: Policy, observations: list[str], infos: list[dict[str, Any]], episodes: list[Episode]) -> Any:
     """``policy(observations)``, with ``infos=`` and ``episodes=`` for a policy that takes them."""
+    return policy(observations, **_keywords(policy, infos, episodes))
+
+
+def _keywords(function: Any, infos: list[dict[str, Any]], episodes: list[Episode]) -> dict[str, Any]:
+    """``infos`` and ``episodes`` as keywords, those that ``function`` takes."""
     try:
-        parameters = inspect.signature(policy).parameters
+        parameters = inspect.signature(function).parameters
     except (TypeError, ValueError):
         parameters = {}  # type: ignore[assignment]
-    extra = {name: value for name, value in (("infos", infos), ("episodes", episodes)) if name in parameters}
-    return policy(observations, **extra)
+    return {name: value for name, value in (("infos", infos), ("episodes", episodes)) if name in parameters}
 
 
 async def _awaited(awaitable: Awaitable[Any]) -> Any:
     return await awaitable
+
+
+def _act_streaming(vec_env: Any, policy: Any, observations: list[str], infos: list[dict[str, Any]],
+                   episodes: list[Episode], slots: list[int]) -> tuple[list[str], tuple[Any, ...]]:
+    """The actions of a streaming policy for ``slots``, each slot stepped as soon as its action
+    comes; returns the actions and the slots' step results, in the order of ``slots``."""
+    import numpy as np
+
+    actions: list[Any] = [None] * len(slots)
+    rows: list[Any] = [None] * len(slots)
+    for positions, chunk in policy.stream_actions(observations, **_keywords(policy.stream_actions, infos, episodes)):
+        positions = list(positions)
+        chunk = _checked_actions(chunk, len(positions))
+        if not positions:
+            continue
+        if len(set(positions)) < len(positions) or any(
+                not isinstance(p, int) or not 0 <= p < len(slots) or actions[p] is not None for p in positions):
+            raise GemError(f"The policy's stream handed over positions {positions}; give each of the "
+                           f"{len(slots)} observations' positions once.")
+        for p, action in zip(positions, chunk):
+            actions[p] = action
+        for p, *row in zip(positions, *vec_env.step(chunk, [slots[p] for p in positions])):
+            rows[p] = row
+    if any(action is None for action in actions):
+        missing = [p for p, action in enumerate(actions) if action is None]
+        raise GemError(f"The policy's stream ended without actions for positions {missing}; "
+                       "hand over one action per observation.")
+    observations_, rewards, terminated, truncated, infos_ = zip(*rows)
+    return list(actions), (list(observations_), np.array(rewards, dtype=np.float64), np.array(terminated, dtype=np.bool_),
+                           np.array(truncated, dtype=np.bool_), list(infos_))
 
 
 @dataclass(frozen=True)
@@ -191,8 +234,9 @@ class _Ledger:
 
 def _collect(vec_env: Any, num_episodes: int, seed: Any, max_turns: int | None, policy: _ResetPolicy,
              progress: bool, on_episode: Callable[[Episode], Any] | None = None, replay_lost: bool = True,
-             ) -> Generator[tuple[str, Any], Any, list[Episode]]:
-    """The collection logic, as requests (``reset``, ``policy``, ``step``, ``wait``) for a driver."""
+             *, streaming: bool = False) -> Generator[tuple[str, Any], Any, list[Episode]]:
+    """The collection logic, as requests (``reset``, ``policy``, ``step``, ``wait``; with
+    ``streaming``, ``act``: the policy's actions with the acting slots stepped) for a driver."""
     from gem_core.vector.base import EPISODE_SEED, FAULT, FINAL_INFO, FINAL_OBSERVATION, VectorEnv
 
     if not isinstance(vec_env, VectorEnv):
@@ -287,11 +331,14 @@ def _collect(vec_env: Any, num_episodes: int, seed: Any, max_turns: int | None, 
         while len(ledger.finished) < num_episodes:
             acting = sorted(ledger.running)
             actions: list[str] = []
+            acted: Any = None  # the acting slots' step results, when the driver stepped them as actions came
             if acting:
-                actions = _checked_actions((yield "policy", ([ledger.running[s].observation for s in acting],
-                                                             [ledger.running[s].info for s in acting],
-                                                             [ledger.running[s].episode for s in acting])),
-                                           len(acting))
+                asked = ([ledger.running[s].observation for s in acting], [ledger.running[s].info for s in acting],
+                         [ledger.running[s].episode for s in acting])
+                if streaming:
+                    actions, acted = yield "act", (*asked, acting)
+                else:
+                    actions = _checked_actions((yield "policy", asked), len(acting))
             now = time.monotonic()
             retrying = sorted(slot for slot, failures in ledger.waiting.items() if failures.retry_at <= now)
             if planned and retrying:  # a planned seed starts on an explicit reset, not the slot's next seed
@@ -303,7 +350,12 @@ def _collect(vec_env: Any, num_episodes: int, seed: Any, max_turns: int | None, 
                 yield "wait", max(0.0, min(f.retry_at for f in ledger.waiting.values()) - now)
                 continue
             indices = acting + retrying
-            rows = yield "step", (actions + [""] * len(retrying), indices)
+            if acted is None:
+                rows = yield "step", (actions + [""] * len(retrying), indices)
+            elif retrying:
+                rows = _joined(acted, (yield "step", ([""] * len(retrying), retrying)))
+            else:
+                rows = acted
             cut_off: list[int] = []
             replays: list[tuple[int, int]] = []  # (slot, seed) of episodes lost with their host
             for slot, action, *row in zip(indices, actions + [None] * len(retrying), *rows):
@@ -357,6 +409,13 @@ def _collect(vec_env: Any, num_episodes: int, seed: Any, max_turns: int | None, 
                         reset_row(slot, observation, info)
                 replays = again
     return [episode for _, episode in sorted(ledger.finished, key=lambda item: item[0])]
+
+
+def _joined(first: tuple[Any, ...], second: tuple[Any, ...]) -> tuple[Any, ...]:
+    """Two batched step results as one, ``first``'s rows first."""
+    import numpy as np
+
+    return tuple(list(a) + list(b) if isinstance(a, list) else np.concatenate([a, b]) for a, b in zip(first, second))
 
 
 def _host_lost(info: dict[str, Any]) -> bool:

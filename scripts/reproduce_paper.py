@@ -1,14 +1,14 @@
 """Reproduce claims of the GEM paper at small scale with the built-in trainer and TRL.
 
 1. ReBN beats vanilla REINFORCE: success rate over training steps, same model, seeds and
-   settings, only the estimator differs. The ``cpu`` preset plays it where the paper's argument
-   applies, on sparse 0/1 rewards (game:GuessTheNumber-v0-easy-sparse: 1 for finding the number,
+   settings, only the estimator differs. The ``cpu`` and ``gpu`` presets play it where the paper's
+   argument applies, on sparse 0/1 rewards (game:GuessTheNumber-v0-easy-sparse: 1 for finding the number,
    0 otherwise, no format penalty), where REINFORCE gets no negative signal and ReBN both signs
    (``sparse_rebn_vs_reinforce``); ``rebn_vs_reinforce`` is the same on the easy game, whose
    format errors cost -0.1.
 2. A discount below 1 makes agents finish sooner: turns per episode with gamma 0.9 versus 0.999,
    ReBN both times, on GuessTheNumber (``gamma``; ``gpu`` preset: game:GuessTheNumber-v0, 1-20
-   in up to 20 turns, as in the paper). The ``cpu`` preset measures turns per *won* episode on
+   in up to 20 turns, as in the paper). The ``cpu`` and ``gpu`` presets measure turns per *won* episode on
    game:GuessTheNumber-v0-long-sparse (1-20, 10 turns, 0/1 reward), where extra turns cost
    nothing but the discount (``sparse_gamma``).
 3. ReBN induces tool use: the share of episodes that call the Python tool, ReBN versus
@@ -25,17 +25,20 @@
 Every run but TRL's is `gem train` (the same Trainer class) with SmolLM2-135M-Instruct by default, over
 several seeds. The ``cpu`` preset runs claims 1-3 as above at `gem train`'s default size (14 steps
 of 16 episodes; 160 new tokens per turn for the tool claim); a run that two experiments share is
-played once. The ``gpu`` preset is the paper's scale, small. ``--jobs N`` plays N runs at once,
-each a `gem train` process (on a GPU they share the device).
+played once. The ``gpu`` preset runs claims 1 and 2 (the sparse ones) with four times the
+episodes per step and more steps: both arms, five seeds, 20 runs sharing one GPU in one device
+call (docs/training.md explains the sizing). ``--jobs N`` plays N runs at once, each a `gem
+train` process (on a GPU they share the device); ``--time-limit SECONDS`` stops the runs still
+playing then, and judges each experiment at the last step all its runs reached.
 
     python scripts/reproduce_paper.py                      # the preset for this machine, seeds 0-4
     python scripts/reproduce_paper.py --preset cpu --jobs 16
-    python scripts/reproduce_paper.py --preset gpu --seeds 0 1 2 3
+    python scripts/reproduce_paper.py --preset gpu --jobs 20 --time-limit 480
     python scripts/reproduce_paper.py --preset vision --model ~/models/SmolVLM-256M-Instruct
     python scripts/reproduce_paper.py --preset frameworks --seeds 0 1 2   # gem train vs TRL (CPU)
 
 The ``vision`` preset trains a vision-language model (a local folder saved with its processor)
-with ReBN on a generated visual task (vision:Geometry-v0), at the ``gpu`` preset's size.
+with ReBN on a generated visual task (vision:Geometry-v0), 40 steps of 64 episodes.
 
 For each claim it prints, per arm and judged metric, the metric over the last steps of each
 seed, their mean and spread, and whether the arms separate beyond the noise across seeds (every
@@ -71,7 +74,10 @@ TOOL_TASK = "math:Products-v0+Tool"
 
 PRESETS: dict[str, dict[str, Any]] = {
     "cpu": {"steps": 14, "episodes_per_step": 16, "max_new_tokens": 16, "max_prompt_tokens": 1024},
-    "gpu": {"steps": 40, "episodes_per_step": 64, "max_new_tokens": 256, "max_prompt_tokens": 2048},
+    # 20 runs share one GPU's memory: smaller micro-batches than one run alone would take, and
+    # prompts bounded near the longest episode of claim 2 (10 turns: a last prompt of about 520 tokens)
+    "gpu": {"steps": 20, "episodes_per_step": 64, "max_new_tokens": 16, "max_prompt_tokens": 768,
+            "micro_batch_tokens": 2048},
     "vision": {"steps": 40, "episodes_per_step": 64, "max_new_tokens": 256, "max_prompt_tokens": 2048},
     "frameworks": {"steps": 14, "episodes_per_step": 16, "max_new_tokens": 16, "max_prompt_tokens": 1024},
 }
@@ -110,7 +116,8 @@ WEIGHTED_BY = {"turns_per_success": "success_rate"}
 MIN_NEW_TOKENS = {"tool_rebn_vs_reinforce": 160}
 #: What each preset runs unless --only says otherwise.
 PRESET_EXPERIMENTS = {"cpu": ("sparse_rebn_vs_reinforce", "sparse_gamma", "tool_rebn_vs_reinforce"),
-                      "gpu": ("rebn_vs_reinforce", "gamma"), "vision": ("vision",), "frameworks": ("frameworks",)}
+                      "gpu": ("sparse_rebn_vs_reinforce", "sparse_gamma"), "vision": ("vision",),
+                      "frameworks": ("frameworks",)}
 TITLES = {"rebn_vs_reinforce": "ReBN vs REINFORCE", "gamma": "discount and episode length", "vision": "vision",
           "sparse_rebn_vs_reinforce": "ReBN vs REINFORCE, 0/1 rewards",
           "sparse_gamma": "discount and turns per won episode, 0/1 rewards",
@@ -134,9 +141,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="Runs played at once, each a `gem train` process (default 1: in this process).")
     parser.add_argument("--no-play", action="store_true",
                         help="Play nothing: summarise the runs an earlier call finished, listing the missing ones.")
+    parser.add_argument("--time-limit", type=float, metavar="SECONDS",
+                        help="Stop the runs still playing after this long (they play as processes, --jobs at once) "
+                             "and judge each experiment at the last step all its runs reached.")
     args = parser.parse_args(argv)
     if args.jobs < 1:
         parser.error(f"--jobs must be at least 1, got {args.jobs}.")
+    if args.time_limit is not None and args.time_limit <= 0:
+        parser.error(f"--time-limit must be a positive number of seconds, got {args.time_limit:g}.")
     return args
 
 
@@ -196,14 +208,15 @@ def run_experiments(args: argparse.Namespace) -> dict[str, Any]:
             print(f"== {what} -> {folder}", flush=True)
             played[key] = trl_run(recipe, folder)
         pending_gem = [key for key in pending if not is_trl(key)]
-        if args.jobs == 1:
+        if args.jobs == 1 and args.time_limit is None:
             for key in pending_gem:
                 folder, config, what = planned[key]
                 print(f"== {what} -> {folder}", flush=True)
                 played[key] = Trainer(config).run().records
         else:
-            played.update(play_in_processes({key: planned[key] for key in pending_gem}, args.jobs, args.out / "logs"))
-    results["missing"] = [planned[key][2] for key in pending if key not in played]
+            played.update(play_in_processes({key: planned[key] for key in pending_gem}, args.jobs, args.out / "logs",
+                                            time_limit=args.time_limit))
+    results["missing"] = [planned[key][2] for key in pending if not played.get(key)]
 
     for name in chosen:
         env_id, metric, better, arms = EXPERIMENTS[name]
@@ -214,7 +227,10 @@ def run_experiments(args: argparse.Namespace) -> dict[str, Any]:
             values = {**preset, **settings}
             values["max_new_tokens"] = max(values["max_new_tokens"], MIN_NEW_TOKENS.get(name, 0))
             keys = {seed: run_key(env_id, values, seed) for seed in args.seeds}
-            experiment["runs"][label] = {str(seed): played[key] for seed, key in keys.items() if key in played}
+            experiment["runs"][label] = {str(seed): played[key] for seed, key in keys.items() if played.get(key)}
+        reached = [len(records) for seeds in experiment["runs"].values() for records in seeds.values()]
+        if reached and min(reached) < preset["steps"]:  # cut by the time limit: judged where every run got to
+            experiment["judged_at_step"] = min(reached)
         results["experiments"][name] = experiment
     return results
 
@@ -239,32 +255,57 @@ def run_name(env_id: str, values: dict[str, Any], preset: dict[str, Any], seed: 
     return f"{prefix}{name}-seed{seed}{group}"
 
 
-def play_in_processes(runs: dict[tuple[Any, ...], tuple[Path, Any, str]], jobs: int,
-                      logs: Path) -> dict[tuple[Any, ...], list[dict[str, Any]]]:
+def play_in_processes(runs: dict[tuple[Any, ...], tuple[Path, Any, str]], jobs: int, logs: Path, *,
+                      time_limit: float | None = None) -> dict[tuple[Any, ...], list[dict[str, Any]]]:
     """Play each run as a `gem train --config` process, ``jobs`` at once (each log under ``logs``);
-    the records of those that finished. A failed run is reported and left out."""
+    the records of those that finished. A failed run is reported and left out. Past
+    ``time_limit`` seconds the runs still playing are stopped (those not started never start),
+    and the steps they finished are kept."""
     from gem_trainer.config import save_config
 
     logs.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ)
     # share the cores out, unless told otherwise; on a GPU the processes share the device
     env.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // jobs)))
+    deadline = None if time_limit is None else time.monotonic() + time_limit
 
     def play(key: tuple[Any, ...]) -> tuple[tuple[Any, ...], list[dict[str, Any]] | None]:
         folder, config, what = runs[key]
+        if deadline is not None and time.monotonic() >= deadline:
+            print(f"== {what}: not started (--time-limit)", flush=True)
+            return key, None
         plan, log = logs / f"{folder.name}.yaml", logs / f"{folder.name}.log"
         save_config(config, plan)
         print(f"== {what} -> {folder} (log {log})", flush=True)
         with open(log, "w") as out:
-            code = subprocess.run([sys.executable, "-m", "gem_core.cli", "train", "--config", str(plan)],
-                                  stdout=out, stderr=subprocess.STDOUT, env=env).returncode
+            process = subprocess.Popen([sys.executable, "-m", "gem_core.cli", "train", "--config", str(plan)],
+                                       stdout=out, stderr=subprocess.STDOUT, env=env)
+            code = _wait(process, deadline)
         records = finished_run(folder, config)
-        if records is None:
+        if records is None and code is None:
+            records = played_steps(folder, config) or []
+            print(f"== {what}: stopped by --time-limit after {len(records)} steps", flush=True)
+        elif records is None:
             print(f"== {what}: failed (exit status {code}); see {log}", flush=True)
         return key, records
 
     with ThreadPoolExecutor(max_workers=jobs) as pool:
         return {key: records for key, records in pool.map(play, list(runs)) if records is not None}
+
+
+def _wait(process: subprocess.Popen, deadline: float | None) -> int | None:
+    """The process's exit status; None when it was stopped at ``deadline`` (asked to stop, then
+    killed 20 s later)."""
+    try:
+        return process.wait(None if deadline is None else max(0.0, deadline - time.monotonic()))
+    except subprocess.TimeoutExpired:
+        process.terminate()
+        try:
+            process.wait(20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        return None
 
 
 def trl_run(recipe: dict[str, Any], folder: Path) -> list[dict[str, Any]]:
@@ -318,6 +359,15 @@ def finished_trl_run(folder: Path, recipe: dict[str, Any]) -> list[dict[str, Any
 def finished_run(folder: Path, config: Any) -> list[dict[str, Any]] | None:
     """The records of a run that an earlier call finished in ``folder`` with the same settings,
     or None (so adding seeds to a finished experiment plays only the new ones)."""
+    records = played_steps(folder, config)
+    if records is None or [r["step"] for r in records] != list(range(1, config.steps + 1)):
+        return None
+    return records
+
+
+def played_steps(folder: Path, config: Any) -> list[dict[str, Any]] | None:
+    """The records of the steps a run with these settings played in ``folder``, or None when the
+    folder holds no such run."""
     from gem_trainer.config import build_config, load_config_file
     from gem_trainer.metrics import MetricsLog
 
@@ -325,10 +375,7 @@ def finished_run(folder: Path, config: Any) -> list[dict[str, Any]] | None:
         saved = build_config(load_config_file(folder / "config.yaml")).to_dict()
     except Exception:  # missing, unreadable or no longer valid: play the run
         return None
-    records = MetricsLog(folder / "metrics.jsonl").read()
-    if saved != config.to_dict() or [r["step"] for r in records] != list(range(1, config.steps + 1)):
-        return None
-    return records
+    return MetricsLog(folder / "metrics.jsonl").read() if saved == config.to_dict() else None
 
 
 def last_mean(records: list[dict[str, Any]], metric: str, last: int) -> float | None:
@@ -359,11 +406,13 @@ def separated(favoured: list[float], other: list[float], better: str) -> bool:
 def summarise(results: dict[str, Any], last: int) -> list[dict[str, Any]]:
     """One row per arm and judged metric: the metric over the last steps of each seed (``-`` where
     it has no value, e.g. turns per won episode without a win), their mean and spread, and whether
-    the experiment's arms separate beyond the noise across seeds."""
+    the experiment's arms separate beyond the noise across seeds. An experiment cut by the time
+    limit is judged at ``judged_at_step``, the last step all its runs reached."""
     rows = []
     for name, experiment in results["experiments"].items():
+        upto = experiment.get("judged_at_step")
         for metric, better in judged_metrics(experiment):
-            per_arm = {label: [last_mean(records, metric, last) for records in seeds.values()]
+            per_arm = {label: [last_mean(records[:upto], metric, last) for records in seeds.values()]
                        for label, seeds in experiment["runs"].items()}
             known = {label: [v for v in values if v is not None] for label, values in per_arm.items()}
             labels = list(per_arm)
@@ -375,6 +424,7 @@ def summarise(results: dict[str, Any], last: int) -> list[dict[str, Any]]:
                 kept = known[label]
                 rows.append({
                     "experiment": name, "run": label, "env": experiment["env"], "metric": metric,
+                    "steps": upto or max((len(r) for r in experiment["runs"][label].values()), default=0),
                     f"last_{last}_per_seed": " ".join("-" if v is None else f"{v:.2f}" for v in values),
                     "mean": statistics.fmean(kept) if kept else math.nan,
                     "spread": statistics.stdev(kept) if len(kept) > 1 else 0.0,

@@ -15,6 +15,7 @@ from gem_core.errors import GemError
 
 from gem_trainer.config import FULL_LR, LORA_LR, TrainConfig
 from gem_trainer.evaluate import DEFAULTS as _EVAL  # the help of gem eval quotes them
+from gem_trainer.memory import CPU_MICRO_BATCH_TOKENS
 
 # flag name -> config key, for flags whose name differs from the key
 _RENAMED = {"env": "envs", "lr": "learning_rate"}
@@ -36,7 +37,7 @@ def _train_options(f: Any) -> Any:
         click.option("--group-size", type=int, help=f"Episodes per start state, for group estimators such as grpo (default {_DEFAULT.group_size})."),
         click.option("--lr", type=float, help=f"Learning rate of AdamW (default {LORA_LR:g} with LoRA, {FULL_LR:g} without)."),
         click.option("--micro-batch-tokens", type=int,
-                     help=f"Padded tokens per forward/backward pass; gradients accumulate over micro-batches (default {_DEFAULT.micro_batch_tokens})."),
+                     help=f"Tokens per forward/backward pass, episodes packed into rows; gradients accumulate over micro-batches (default {CPU_MICRO_BATCH_TOKENS} on a CPU, sized from free memory on a GPU)."),
         click.option("--max-new-tokens", type=int, help=f"Longest response per turn, in tokens (default {_DEFAULT.max_new_tokens})."),
         click.option("--max-prompt-tokens", type=int,
                      help=f"Longest prompt; a longer one ends its episode with an empty answer (default {_DEFAULT.max_prompt_tokens})."),

@@ -37,7 +37,8 @@ class TrainConfig:
     episodes_per_step: int = 16
     group_size: int = 1  # episodes per start state (seed); >= 2 for group estimators
     learning_rate: float | None = None  # None: LORA_LR with LoRA, FULL_LR when training every weight
-    micro_batch_tokens: int = 1024  # padded tokens per forward/backward pass (gradients accumulate)
+    micro_batch_tokens: int | None = None  # padded tokens per forward/backward pass (gradients accumulate);
+    # None: 2048 on a CPU, sized from the free memory on a GPU (gem_trainer.memory.micro_batch_tokens)
     max_grad_norm: float = 1.0
     weight_decay: float = 0.0
     max_new_tokens: int = 16  # enough for the default game's "\boxed{7}"; raise it for others
@@ -118,7 +119,7 @@ def validate(config: TrainConfig) -> None:
     positive = ("steps", "episodes_per_step", "group_size", "micro_batch_tokens", "max_new_tokens",
                 "max_prompt_tokens", "lora_rank")
     for name in positive:
-        if getattr(config, name) < 1:
+        if getattr(config, name) is not None and getattr(config, name) < 1:
             raise ConfigError(f"{name} must be at least 1, got {getattr(config, name)}.")
     if config.env_hosts is not None and config.env_hosts < 1:
         raise ConfigError(f"env_hosts must be at least 1, got {config.env_hosts}.")
@@ -174,7 +175,7 @@ def _check_types(config: TrainConfig) -> None:
     expected: dict[str, tuple[type, ...]] = {
         "envs": (list,), "model": (str,), "estimator": (str,), "gamma": (int, float),
         "steps": (int,), "episodes_per_step": (int,), "group_size": (int,),
-        "learning_rate": (int, float, type(None)), "micro_batch_tokens": (int,), "max_grad_norm": (int, float),
+        "learning_rate": (int, float, type(None)), "micro_batch_tokens": (int, type(None)), "max_grad_norm": (int, float),
         "weight_decay": (int, float), "max_new_tokens": (int,), "max_prompt_tokens": (int,),
         "temperature": (int, float), "top_p": (int, float), "lora": (bool,), "lora_rank": (int,),
         "lora_alpha": (int, float), "wrappers": (str,), "chat_template": (str, type(None)),

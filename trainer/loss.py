@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from gem_trainer.model_calls import cache_options, forward_parameters, recording_cache
+from gem_trainer.model_calls import cache_options, explicit_mask, forward_parameters, recording_cache
 from gem_trainer.prefix_cache import common_prefix_length
 
 #: A shorter common opening is computed with each sample instead of once.
@@ -77,21 +77,33 @@ class Sample:
         return True
 
 
+#: Longest packed row: a row's attention reads every token of it (the mask keeps its samples
+#: apart), so longer rows spend more on attention for the same tokens.
+ROW_TOKENS = 256
+
+
 @dataclass
 class PackedBatch:
-    """Samples laid out as ``[left padding | prompt | completion | right padding]``, after the
+    """Samples laid end to end in rows, ``[sample | sample | ... | padding]``, after the
     ``shared_ids`` that every prompt starts with (computed once; none when empty).
 
-    All completions start in the same column, so the logits that predict them are the last
-    ``completion_ids.shape[1] + 1`` positions, the only ones the loss computes.
+    Each token reads the shared opening and the tokens of its own sample before it, and its
+    position id counts from the start of the opening, so every sample is computed as it would be
+    alone, and no token is spent on padding between samples. ``completion_ids``, ``mask`` and
+    ``advantages`` hold one sample per row, its completion padded to the longest;
+    ``rows`` and ``columns`` say where each completion token sits in the packed layout.
     """
 
-    input_ids: Any  # long, batch x (P + C)
-    attention_mask: Any  # long, batch x (P + C)
-    position_ids: Any  # long, batch x (P + C); counts only real tokens (the shared ones too), as generation does
-    completion_ids: Any  # long, batch x C
-    mask: Any  # float, batch x C: 1 on the model's own tokens
-    advantages: Any  # float, batch x C
+    input_ids: Any  # long, R x L
+    position_ids: Any  # long, R x L; from the start of the opening, per sample
+    #: R x 1 x L x (S + L) bool (which tokens each token reads) when rows hold several samples;
+    #: R x (S + L), 1 on real tokens, when each row holds one (transformers adds the causal part)
+    attention_mask: Any
+    completion_ids: Any  # long, N x C
+    mask: Any  # float, N x C: 1 on the model's own tokens
+    advantages: Any  # float, N x C
+    rows: Any  # long, N x C: the packed row of each completion token
+    columns: Any  # long, N x C: its column
     vision: dict[str, Any] | None = None  # image inputs of a one-sample batch
     shared_ids: Any = None  # long, 1 x S: the opening of every prompt, or None
 
@@ -113,33 +125,52 @@ def shared_prefix_length(samples: Sequence[Sample]) -> int:
     return shared if shared >= MIN_SHARED_TOKENS else 0
 
 
-def pack(samples: Sequence[Sample], pad_id: int, device: Any = "cpu") -> PackedBatch:
-    """Pad ``samples`` into one :class:`PackedBatch`, their shared opening apart."""
+def pack(rows: Sequence[Sequence[Sample]], pad_id: int, device: Any = "cpu") -> PackedBatch:
+    """Lay out ``rows`` of samples (as :func:`micro_batches` yields them; ``[[s] for s in
+    samples]`` for one sample per row) as one :class:`PackedBatch`, their shared opening apart."""
     import torch
 
-    shared = shared_prefix_length(samples)
-    prompt_len = max(len(s.prompt_ids) for s in samples) - shared
-    completion_len = max(max(len(s.completion_ids) for s in samples), 1)
-    n = len(samples)
-    input_ids = torch.full((n, prompt_len + completion_len), pad_id, dtype=torch.long)
-    attention = torch.zeros((n, prompt_len + completion_len), dtype=torch.long)
-    mask = torch.zeros((n, completion_len), dtype=torch.float32)
-    advantages = torch.zeros((n, completion_len), dtype=torch.float32)
-    for row, s in enumerate(samples):
-        start = prompt_len - (len(s.prompt_ids) - shared)
-        end = prompt_len + len(s.completion_ids)
-        input_ids[row, start:end] = torch.tensor(s.prompt_ids[shared:] + s.completion_ids, dtype=torch.long)
-        attention[row, start:end] = 1
-        mask[row, :len(s.mask)] = torch.tensor(s.mask, dtype=torch.float32)
-        advantages[row, :len(s.advantages)] = torch.tensor(s.advantages, dtype=torch.float32)
-    position_ids = (attention.cumsum(-1) - 1).clamp(min=0) + shared
-    vision = samples[0].vision if len(samples) == 1 else None
-    if any(s.vision is not None for s in samples) and vision is None:
+    samples = [sample for row in rows for sample in row]
+    if any(s.vision is not None for s in samples) and len(samples) > 1:
         raise ValueError("A sample with images must be packed alone (see micro_batches).")
+    shared = shared_prefix_length(samples)
+    width = max(sum(len(s.prompt_ids) + len(s.completion_ids) - shared for s in row) for row in rows)
+    completion_len = max(max(len(s.completion_ids) for s in samples), 1)
+    input_ids = torch.full((len(rows), width), pad_id, dtype=torch.long)
+    position_ids = torch.zeros((len(rows), width), dtype=torch.long)
+    segment = -1 - torch.arange(width).expand(len(rows), width).clone()  # padding: a segment per token
+    where = torch.zeros((2, len(samples), completion_len), dtype=torch.long)
+    mask = torch.zeros((len(samples), completion_len), dtype=torch.float32)
+    advantages = torch.zeros((len(samples), completion_len), dtype=torch.float32)
+    completion_ids = torch.full((len(samples), completion_len), pad_id, dtype=torch.long)
+    index = 0
+    for r, row in enumerate(rows):
+        column = 0
+        for s in row:
+            ids = s.prompt_ids[shared:] + s.completion_ids
+            end = column + len(ids)
+            input_ids[r, column:end] = torch.tensor(ids, dtype=torch.long)
+            position_ids[r, column:end] = torch.arange(shared, shared + len(ids))
+            segment[r, column:end] = index
+            first = end - len(s.completion_ids)
+            where[0, index, :len(s.completion_ids)] = r
+            where[1, index, :len(s.completion_ids)] = torch.arange(first, end)
+            completion_ids[index, :len(s.completion_ids)] = torch.tensor(s.completion_ids, dtype=torch.long)
+            mask[index, :len(s.mask)] = torch.tensor(s.mask, dtype=torch.float32)
+            advantages[index, :len(s.advantages)] = torch.tensor(s.advantages, dtype=torch.float32)
+            column, index = end, index + 1
+    if all(len(row) == 1 for row in rows):
+        attention = (segment >= 0).long()
+        attention = torch.cat([torch.ones((len(rows), shared), dtype=torch.long), attention], dim=1)
+    else:
+        before = torch.arange(width)[None, :] <= torch.arange(width)[:, None]  # key <= query
+        attention = (segment[:, :, None] == segment[:, None, :]) & before
+        attention = torch.cat([torch.ones((len(rows), width, shared), dtype=torch.bool), attention], dim=2)[:, None]
+    vision = samples[0].vision
     shared_ids = torch.tensor([samples[0].prompt_ids[:shared]], dtype=torch.long).to(device) if shared else None
     return PackedBatch(
-        input_ids.to(device), attention.to(device), position_ids.to(device),
-        input_ids[:, prompt_len:].to(device), mask.to(device), advantages.to(device),
+        input_ids.to(device), position_ids.to(device), attention.to(device), completion_ids.to(device),
+        mask.to(device), advantages.to(device), where[0].to(device), where[1].to(device),
         None if vision is None else {key: value.to(device) for key, value in vision.items()}, shared_ids,
     )
 
@@ -157,33 +188,35 @@ def completion_logprobs(model: Any, batch: PackedBatch) -> Any:
 
     split = None if batch.vision is not None else _decoder_and_head(model)
     network = model if split is None else split[0]
-    completion_len = batch.completion_ids.shape[1]
-    keep = completion_len + 1 if split is None and "logits_to_keep" in forward_parameters(model) else None
+    samples, tokens = batch.mask.nonzero(as_tuple=True)
+    rows, before = batch.rows[samples, tokens], batch.columns[samples, tokens] - 1  # the token that predicts each
+    width = batch.input_ids.shape[1]
     kwargs: dict[str, Any] = {"use_cache": False}
     attention_mask = batch.attention_mask
     if batch.vision is not None:  # one unpadded sample: the model places its image tokens itself
         kwargs.update(batch.vision)
     else:
         kwargs["position_ids"] = batch.position_ids
-    if keep is not None:
+    keep = None
+    if split is None and "logits_to_keep" in forward_parameters(model):
+        keep = width - int(before.min())  # logits from the first predicting token on
         kwargs["logits_to_keep"] = keep
     if batch.shared_ids is not None:  # computed once; its keys and values serve every row
         opening = recording_cache()
         network(input_ids=batch.shared_ids, **cache_options(network, opening, logits_to_keep=1))
-        rows = batch.input_ids.shape[0]
-        cache = recording_cache([(keys.expand(rows, -1, -1, -1), values.expand(rows, -1, -1, -1))
+        count = batch.input_ids.shape[0]
+        cache = recording_cache([(keys.expand(count, -1, -1, -1), values.expand(count, -1, -1, -1))
                                  for keys, values in (opening.kv[layer] for layer in range(len(opening.kv)))])
         kwargs.update(cache_options(network, cache, logits_to_keep=keep))
-        attention_mask = torch.cat([torch.ones_like(batch.shared_ids).expand(rows, -1), attention_mask], dim=1)
+    if attention_mask.dim() == 4:
+        attention_mask = explicit_mask(model, attention_mask, next(network.parameters()).dtype)
     out = network(input_ids=batch.input_ids, attention_mask=attention_mask, **kwargs)
-    rows, columns = batch.mask.nonzero(as_tuple=True)
     if split is None:
-        logits = out.logits[:, -(completion_len + 1):-1, :][rows, columns]
+        logits = out.logits[rows, before - (width - (keep or width))]
     else:  # the state before each of the model's tokens, through the output layer
-        before = batch.input_ids.shape[1] - completion_len - 1
-        logits = split[1](out.last_hidden_state[rows, before + columns])
-    picked = -torch.nn.functional.cross_entropy(logits.float(), batch.completion_ids[rows, columns], reduction="none")
-    return torch.zeros(batch.completion_ids.shape, dtype=picked.dtype, device=picked.device).index_put((rows, columns), picked)
+        logits = split[1](out.last_hidden_state[rows, before])
+    picked = -torch.nn.functional.cross_entropy(logits.float(), batch.completion_ids[samples, tokens], reduction="none")
+    return torch.zeros(batch.completion_ids.shape, dtype=picked.dtype, device=picked.device).index_put((samples, tokens), picked)
 
 
 _SPLIT_MODELS: weakref.WeakKeyDictionary[Any, tuple[Any, Any] | None] = weakref.WeakKeyDictionary()
@@ -221,26 +254,49 @@ def reinforce_loss(model: Any, batch: PackedBatch, total_tokens: int) -> tuple[A
     return -weighted.sum() / max(total_tokens, 1), logprobs.detach()
 
 
-def micro_batches(samples: Sequence[Sample], max_tokens: int) -> Iterator[list[Sample]]:
-    """Groups of samples whose padded layout (:func:`pack`) holds at most ``max_tokens`` tokens,
-    not counting the opening all samples share (computed once per group); a sample longer than
-    that, or one with images, forms a group alone. Samples are sorted by length first, so each
-    group wastes little padding."""
+def micro_batches(samples: Sequence[Sample], max_tokens: int, *, packed: bool = True) -> Iterator[list[list[Sample]]]:
+    """The samples in micro-batches for :func:`pack`, as rows of samples, each micro-batch about
+    ``max_tokens`` tokens at most (rows x its longest row), not counting the opening all samples
+    share (computed once per micro-batch). A sample longer than that, or one with images, forms a
+    micro-batch alone.
+
+    With ``packed``, a micro-batch's samples, the longest first, each go to its shortest row,
+    with as few rows as keep them near :data:`ROW_TOKENS` (or ``max_tokens``) tokens each, so the
+    rows come out of nearly equal length; else (a model that takes no mask of ours, see
+    :func:`~gem_trainer.model_calls.takes_explicit_mask`) each sample is a row of its own, and
+    samples of similar length share a micro-batch. Either way little is spent on padding."""
     for sample in samples:
         if sample.vision is not None:
-            yield [sample]
+            yield [[sample]]
     text = [s for s in samples if s.vision is None]
     shared = shared_prefix_length(text)
-    order = sorted(text, key=lambda s: (len(s.prompt_ids) + len(s.completion_ids)))
+    own = {id(s): len(s.prompt_ids) + len(s.completion_ids) - shared for s in text}
+    capacity = min(max_tokens, ROW_TOKENS)
     group: list[Sample] = []
-    prompt_len = completion_len = 0
-    for sample in order:
-        p = max(prompt_len, len(sample.prompt_ids) - shared)
-        c = max(completion_len, len(sample.completion_ids))
-        if group and (len(group) + 1) * (p + c) > max_tokens:
-            yield group
-            group, p, c = [], len(sample.prompt_ids) - shared, len(sample.completion_ids)
+    longest = total = 0  # the group's first (longest) sample, and its tokens
+    for sample in sorted(text, key=lambda s: -own[id(s)]):
+        length = own[id(sample)]
+        if group and (total + length if packed else (len(group) + 1) * longest) > max_tokens:
+            yield _rows(group, own, capacity) if packed else [[s] for s in group]
+            group = []
+        if not group:
+            longest = total = 0
         group.append(sample)
-        prompt_len, completion_len = p, c
+        longest, total = max(longest, length), total + length
     if group:
-        yield group
+        yield _rows(group, own, capacity) if packed else [[s] for s in group]
+
+
+def _rows(samples: list[Sample], own: dict[int, int], capacity: int) -> list[list[Sample]]:
+    """``samples`` (longest first) in as many rows as ``capacity`` tokens each need, each sample
+    going to the row that is shortest so far."""
+    import heapq
+
+    count = max(1, -(-sum(own[id(s)] for s in samples) // capacity))
+    rows: list[list[Sample]] = [[] for _ in range(count)]
+    heap = [(0, row) for row in range(count)]
+    for sample in samples:
+        length, row = heapq.heappop(heap)
+        rows[row].append(sample)
+        heapq.heappush(heap, (length + own[id(sample)], row))
+    return [row for row in rows if row]

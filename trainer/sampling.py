@@ -8,7 +8,8 @@ model produced rather than a re-tokenisation of their text.
 Text prompts are sampled by :class:`~gem_trainer.decoding.CachedDecoder`, which keeps
 the keys and values of what the model has read: the next turn of an episode reads only its new
 observation, and a prefix many prompts share is read once. The cache is emptied whenever the
-weights change (:meth:`LocalPolicy.set_model`).
+weights change (:meth:`LocalPolicy.set_model`). On CUDA the decoder keeps the sampled tokens on
+the GPU and replays each decoding step as a captured CUDA graph.
 
 A vision-language model gets a prompt's images (``info["images"]``, one per image placeholder
 the chat template rendered) through its processor; such prompts are generated one at a time with
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import time
 from collections import defaultdict
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -67,6 +69,8 @@ class LocalPolicy:
         self.record = record  # keep sampled token ids for training (see take_sampled)
         self.stop_ids = _stop_token_ids(model, tokenizer)
         self.prefix_cache = PrefixCache(settings.cached_tokens)
+        self.model: Any = None
+        self.decoder: Any = None
         self.set_model(model)
         self._sampled: dict[tuple[str, str], list[Sampled]] = defaultdict(list)
         self.generated_tokens = 0
@@ -74,11 +78,15 @@ class LocalPolicy:
 
     def set_model(self, model: Any) -> None:
         """Sample from ``model`` from now on (call it whenever the weights change: the keys and
-        values cached for the old weights are dropped)."""
+        values cached for the old weights are dropped). The same model object with its weights
+        changed in place keeps its decoder, whose captured CUDA graphs read the weights where
+        they are."""
         from gem_trainer.decoding import CachedDecoder, supports_cached_decoding
 
-        self.model = model
         self.prefix_cache.clear()
+        if model is self.model and self.decoder is not None:
+            return
+        self.model = model
         self.decoder = None
         if self.processor is None and supports_cached_decoding(model):
             self.decoder = CachedDecoder(model, self.prefix_cache, stop_ids=self.stop_ids,
@@ -88,6 +96,17 @@ class LocalPolicy:
                  seeds: list[int] | None = None) -> list[str]:
         """A response per prompt; ``infos`` carry a visual task's images, ``seeds`` (one per
         prompt) sample each prompt from a generator of its own (see :meth:`generate`)."""
+        actions = [""] * len(prompts)
+        for positions, texts in self.stream_actions(prompts, infos, seeds):
+            for position, text in zip(positions, texts):
+                actions[position] = text
+        return actions
+
+    def stream_actions(self, prompts: list[str], infos: list[dict[str, Any]] | None = None,
+               seeds: list[int] | None = None) -> Iterator[tuple[list[int], list[str]]]:
+        """The responses :meth:`__call__` returns, handed over as ``(positions, texts)`` as they
+        are sampled: on a GPU the rows that finish early come first, and ``collect_episodes``
+        steps their environments while the GPU samples the rest."""
         images = [list((info or {}).get("images") or []) for info in infos] if infos else [[] for _ in prompts]
         if any(images) and self.processor is None:
             from gem_core.errors import GemError
@@ -100,22 +119,24 @@ class LocalPolicy:
             ids, inputs = self.encode(prompt, shown)
             encoded.append(ids)
             vision.append(inputs)
-        actions = [""] * len(prompts)
         todo = [i for i, ids in enumerate(encoded) if len(ids) <= self.settings.max_prompt_tokens]
+        if len(todo) < len(prompts):  # over-long: an empty answer, nothing sampled
+            over = sorted(set(range(len(prompts))) - set(todo))
+            yield over, [""] * len(over)
         size = max(1, self.settings.batch_size)
         plain = [i for i in todo if vision[i] is None]
         chunks = [plain[start:start + size] for start in range(0, len(plain), size)]
         chunks += [[i] for i in todo if vision[i] is not None]  # images: one prompt at a time
         for chunk in chunks:
-            prompt_ids = [encoded[i] for i in chunk]
             chunk_seeds = [seeds[i] for i in chunk] if seeds is not None else None
-            responses = self.generate(prompt_ids, vision[chunk[0]], seeds=chunk_seeds)
-            for i, response in zip(chunk, responses):
-                text = self.tokenizer.decode(response, skip_special_tokens=True)
-                actions[i] = text
-                if self.record:
-                    self._sampled[(prompts[i], text)].append(Sampled(encoded[i], response, vision[i]))
-        return actions
+            for rows, responses in self.generate_stream([encoded[i] for i in chunk], vision[chunk[0]], seeds=chunk_seeds):
+                texts = []
+                for row, response in zip(rows, responses):
+                    i = chunk[row]
+                    texts.append(self.tokenizer.decode(response, skip_special_tokens=True))
+                    if self.record:
+                        self._sampled[(prompts[i], texts[-1])].append(Sampled(encoded[i], response, vision[i]))
+                yield [chunk[row] for row in rows], texts
 
     def encode(self, prompt: str, images: list[Any]) -> tuple[list[int], dict[str, Any] | None]:
         """A prompt's token ids, and with images the processor's image inputs (the placeholders
@@ -133,25 +154,40 @@ class LocalPolicy:
         ``max_new_tokens``) for each tokenised prompt; ``vision``: the image inputs of a single
         prompt. With ``seeds`` (one per prompt), each response depends only on its prompt and
         seed, not on the rest of the batch or on torch's generator."""
+        responses: list[list[int]] = [[] for _ in prompts]
+        for rows, sampled in self.generate_stream(prompts, vision, seeds=seeds):
+            for row, response in zip(rows, sampled):
+                responses[row] = response
+        return responses
+
+    def generate_stream(self, prompts: list[list[int]], vision: dict[str, Any] | None = None, *,
+                        seeds: list[int] | None = None) -> Iterator[tuple[list[int], list[list[int]]]]:
+        """:meth:`generate`, handing the responses over as ``(rows, responses)`` parts as they
+        are ready; counts the time spent sampling (not the caller's between parts) and the tokens
+        sampled."""
         if not prompts:
-            return []
+            return
         was_training = self.model.training
         self.model.eval()
-        started = time.perf_counter()
         try:
             if self.decoder is not None and vision is None:
                 s = self.settings
-                responses = self.decoder.sample(prompts, max_new_tokens=s.max_new_tokens,
-                                                temperature=s.temperature, top_p=s.top_p, seeds=seeds)
+                parts = self.decoder.stream(prompts, max_new_tokens=s.max_new_tokens, temperature=s.temperature,
+                                            top_p=s.top_p, seeds=seeds)
             elif seeds is not None and self.settings.temperature > 0:  # generate draws from torch's generator
-                responses = [self._seeded_generate(prompt, vision, seed) for prompt, seed in zip(prompts, seeds)]
+                parts = _at_once(lambda: [self._seeded_generate(prompt, vision, seed) for prompt, seed in zip(prompts, seeds)])
             else:
-                responses = self._generate_with_transformers(prompts, vision)
+                parts = _at_once(lambda: self._generate_with_transformers(prompts, vision))
+            while True:
+                started = time.perf_counter()
+                part = next(parts, None)
+                self.generation_seconds += time.perf_counter() - started
+                if part is None:
+                    return
+                self.generated_tokens += sum(len(r) for r in part[1])
+                yield part
         finally:
             self.model.train(was_training)
-        self.generation_seconds += time.perf_counter() - started
-        self.generated_tokens += sum(len(r) for r in responses)
-        return responses
 
     def _seeded_generate(self, prompt: list[int], vision: dict[str, Any] | None, seed: int) -> list[int]:
         """One prompt through ``generate`` with torch's generator seeded for it, then put back."""
@@ -212,6 +248,12 @@ class LocalPolicy:
         self._sampled.clear()
         self.generated_tokens = 0
         self.generation_seconds = 0.0
+
+
+def _at_once(responses: Callable[[], list[list[int]]]) -> Iterator[tuple[list[int], list[list[int]]]]:
+    """All of ``responses()`` as one part, computed when the part is asked for."""
+    sampled = responses()
+    yield list(range(len(sampled))), sampled
 
 
 def _stop_token_ids(model: Any, tokenizer: Any) -> set[int]:

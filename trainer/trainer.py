@@ -7,7 +7,7 @@ One step:
    the model samples is one action (response-level actions);
 2. turn per-turn rewards into per-turn advantages with the estimator (ReBN by default);
 3. take one optimiser step on the token-level REINFORCE loss (:mod:`gem_trainer.loss`),
-   accumulating gradients over micro-batches of turns;
+   accumulating gradients over micro-batches of episodes packed end to end into rows;
 4. log metrics, and save a checkpoint when due.
 
 Everything that can be checked before the long work (configuration, environment ids, estimator,
@@ -29,8 +29,9 @@ from gem_core.multiagent import split_by_agent
 from gem_trainer import checkpoint as ckpt
 from gem_trainer.config import ConfigError, TrainConfig, save_config, validate, vector_mode
 from gem_trainer.loss import micro_batches, pack, reinforce_loss
-from gem_trainer.memory import check_training_memory
+from gem_trainer.memory import check_training_memory, micro_batch_tokens
 from gem_trainer.metrics import MetricsLog, episode_stats, percent, plot_learning_curve
+from gem_trainer.model_calls import takes_explicit_mask
 from gem_trainer.models import (
     LoraSettings,
     load_model,
@@ -135,7 +136,8 @@ class Trainer:
         self.parameters = [p for p in self.model.parameters() if p.requires_grad]
         if not self.parameters:
             raise GemError(f"The model loaded from {str(source)!r} has no trainable parameters.")
-        check_training_memory(self.model, self.parameters, c, self.device)
+        self.micro_batch_tokens = micro_batch_tokens(self.model, self.parameters, c, self.device)
+        check_training_memory(self.model, self.parameters, c, self.device, self.micro_batch_tokens)
         self.optimizer = torch.optim.AdamW(self.parameters, lr=c.lr, weight_decay=c.weight_decay)
         self.start_step = 0
         if state is not None:
@@ -255,8 +257,8 @@ class Trainer:
         loss_sum = 0.0
         grad_norm = 0.0
         if samples:
-            for group in micro_batches(samples, c.micro_batch_tokens):
-                loss, _ = reinforce_loss(self.model, pack(group, self.tokenizer.pad_token_id, self.device), total_tokens)
+            for rows in micro_batches(samples, self.micro_batch_tokens, packed=takes_explicit_mask(self.model)):
+                loss, _ = reinforce_loss(self.model, pack(rows, self.tokenizer.pad_token_id, self.device), total_tokens)
                 loss.backward()
                 loss_sum += float(loss.detach())
             grad_norm = float(torch.nn.utils.clip_grad_norm_(self.parameters, c.max_grad_norm))

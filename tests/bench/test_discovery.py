@@ -40,7 +40,7 @@ def test_the_shipped_import_make_workload_is_found():
 def test_select_keeps_suite_order_and_names_the_closest_workload():
     workloads = discover()
     assert [w.name for w in select(workloads, ["rebn", "import_make"])] == ["import_make", "rebn"]
-    assert select(workloads, None) == workloads
+    assert [w.name for w in select(workloads, None)] == [w.name for w in workloads]
     with pytest.raises(BenchError, match=r"No workload named 'import-make'\. Did you mean: import_make\?"):
         select(workloads, ["import-make"])
 
@@ -50,3 +50,13 @@ def test_no_workload_shadows_a_standard_library_module():
     # as `math` by everything the workload runs.
     shadowing = {w.name for w in discover() if w.script is not None} & set(sys.stdlib_module_names)
     assert not shadowing
+
+
+def test_a_workload_made_for_a_gpu_runs_only_when_named():
+    workloads = discover()
+    everything = {w.name: w for w in select(workloads, None)}
+    assert everything["gpu_rollout"].script is not None and not everything["gpu_rollout"].runs
+    assert "--only gpu_rollout" in everything["gpu_rollout"].skipped
+    assert all(w.runs for w in everything.values() if w.script is not None and w.name != "gpu_rollout")
+    (named,) = select(workloads, ["gpu_rollout"])
+    assert named.runs

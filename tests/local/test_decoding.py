@@ -3,6 +3,8 @@ new tokens, shared openings read once, and a cache that stays within its budget.
 
 from __future__ import annotations
 
+import importlib.util
+
 import numpy as np
 import pytest
 import torch
@@ -11,6 +13,7 @@ from gem_trainer import decoding
 from gem_trainer.decoding import CachedDecoder, supports_cached_decoding
 from gem_trainer.prefix_cache import CachedPrefix, PrefixCache, common_prefix_length
 from gem_trainer.sampling import LocalPolicy, SamplingSettings
+from tests.helpers import REPO
 
 
 def chat(tokenizer, *turns: str) -> list[int]:
@@ -195,3 +198,143 @@ def test_new_weights_empty_the_cache(tiny):
     assert len(policy.prefix_cache) > 0
     policy.set_model(model)
     assert len(policy.prefix_cache) == 0
+
+
+def dynamic_cache_decoder() -> type:
+    """The decoder that ``gem train`` used before its fixed-shape buffer, kept by the benchmark."""
+    spec = importlib.util.spec_from_file_location("_dynamic_cache_decoder",
+                                                  REPO / "bench" / "workloads" / "_dynamic_cache_decoder.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.DynamicCacheDecoder
+
+
+def two_turns(decoder, tokenizer, *, temperature: float, top_p: float, seed: int = 5,
+              per_prompt: bool = False) -> list[list[int]]:
+    """Responses to a batch of first turns, then to their second turns (which read the cache);
+    ``per_prompt``: each prompt sampled with a seed of its own."""
+    torch.manual_seed(seed)
+    openings = [f"Question number {k}" + " and more" * k for k in range(6)]
+    seeds = [seed + k for k in range(6)] if per_prompt else None
+    first = decoder.sample([chat(tokenizer, text) for text in openings], max_new_tokens=9,
+                           temperature=temperature, top_p=top_p, seeds=seeds)
+    replies = [tokenizer.decode(r, skip_special_tokens=True) for r in first]
+    later = [chat(tokenizer, text, reply, "Go on.") for text, reply in zip(openings, replies)]
+    return first + decoder.sample(later, max_new_tokens=9, temperature=temperature, top_p=top_p, seeds=seeds)
+
+
+@pytest.mark.parametrize("temperature, top_p, per_prompt", [(0, 1.0, False), (0.5, 1.0, False), (0.5, 0.8, False),
+                                                            (0.5, 0.8, True)],
+                         ids=["greedy", "seeded", "nucleus", "a seed per prompt"])
+def test_the_buffer_decoder_gives_the_tokens_the_dynamic_cache_decoder_gave(model_and_tokenizer, temperature, top_p,
+                                                                          per_prompt):
+    """Both compute the same logits up to float rounding (about 1e-6 here: their attention reads
+    differently padded rows), and draw the same random numbers. At temperature 1 this random
+    model's next-token distribution is nearly uniform over 49k tokens, where rounding can reorder
+    near-equal probabilities; at 0.5 it decides no draw."""
+    model, tokenizer = model_and_tokenizer
+    before_type = dynamic_cache_decoder()
+
+    def run(decoder_type, stops: set[int]) -> list[list[int]]:
+        decoder = decoder_type(model, PrefixCache(100_000), stop_ids=stops, pad_id=tokenizer.pad_token_id)
+        return two_turns(decoder, tokenizer, temperature=temperature, top_p=top_p, per_prompt=per_prompt)
+
+    unstopped = run(before_type, set())
+    stops = {unstopped[0][1], unstopped[1][2]}  # the same draws make rows 0 and 1 finish early and leave
+    before = run(before_type, stops)
+    assert any(len(r) < 9 for r in before) and any(len(r) == 9 for r in before)
+    assert run(CachedDecoder, stops) == before
+
+
+def test_the_device_loop_gives_the_host_loops_tokens(model_and_tokenizer):
+    model, tokenizer = model_and_tokenizer
+    greedy = [reference(model, tokenizer, chat(tokenizer, f"Question number {k}" + " and more" * k), 9) for k in range(6)]
+    stops = {greedy[0][1], greedy[1][2]}
+
+    def run(device_loop: bool, stop_ids: set[int], temperature: float, per_prompt: bool = False) -> list[list[int]]:
+        decoder = CachedDecoder(model, PrefixCache(100_000), stop_ids=stop_ids, pad_id=tokenizer.pad_token_id,
+                                device_loop=device_loop)
+        return two_turns(decoder, tokenizer, temperature=temperature, top_p=1.0, per_prompt=per_prompt)
+
+    # greedy, rows finishing early: the device loop keeps them in the batch and cuts their tokens after
+    assert run(True, stops, 0) == run(False, stops, 0)
+    # sampled, no row finishing early (the host loop drops none): the same random draws, the same tokens
+    assert run(True, set(), 1.0) == run(False, set(), 1.0)
+    # a seed per prompt: each row draws from its own generator, whichever rows stay in the batch
+    assert run(True, stops, 1.0, per_prompt=True) == run(False, stops, 1.0, per_prompt=True)
+
+
+def test_a_captured_shape_is_rounded_up_captured_once_and_refilled(model_and_tokenizer, monkeypatch):
+    """What CUDA graphs change, run on the CPU: the step is captured (here: run for its warm-up,
+    which really runs it, before any data is loaded) once per rounded-up shape, then replayed on
+    data loaded into the same tensors, with rows past the batch's own decoding padding."""
+    from gem_trainer import cuda_graphs
+
+    model, tokenizer = model_and_tokenizer
+    captured = []
+
+    def capture(step):
+        captured.append(step)
+        for _ in range(cuda_graphs.WARMUP_RUNS):
+            step()
+        return step
+
+    monkeypatch.setattr(cuda_graphs, "capture", capture)
+    greedy = [reference(model, tokenizer, chat(tokenizer, f"Question number {k}" + " and more" * k), 9) for k in range(6)]
+    stops = {greedy[0][1], greedy[1][2]}
+    host = CachedDecoder(model, PrefixCache(100_000), stop_ids=stops, pad_id=tokenizer.pad_token_id)
+    graphed = CachedDecoder(model, PrefixCache(100_000), stop_ids=stops, pad_id=tokenizer.pad_token_id, device_loop=True)
+    graphed.cuda_graphs = True  # on the CPU: the stand-in capture above
+    assert two_turns(graphed, tokenizer, temperature=0, top_p=1.0) == two_turns(host, tokenizer, temperature=0, top_p=1.0)
+    assert [key[:2] for key in graphed._captured] == [(8, 256)]  # 6 rows -> 8, both turns in 256 columns
+    assert len(captured) == 1
+    # fewer rows fit the captured shape; a longer conversation needs more columns
+    three = [chat(tokenizer, f"Row {k}") for k in range(3)]
+    assert graphed.sample(three, max_new_tokens=9, temperature=0, top_p=1.0) == \
+        host.sample(three, max_new_tokens=9, temperature=0, top_p=1.0)
+    assert len(captured) == 1
+    long = [chat(tokenizer, "word " * 300 + str(k)) for k in range(7)]
+    assert graphed.sample(long[:2], max_new_tokens=9, temperature=0, top_p=1.0) == \
+        host.sample(long[:2], max_new_tokens=9, temperature=0, top_p=1.0)
+    assert [key[:2] for key in graphed._captured] == [(8, 256), (2, 512)] and len(captured) == 2
+    # a shape that covers those captured before replaces them
+    assert graphed.sample(long, max_new_tokens=9, temperature=0, top_p=1.0) == \
+        host.sample(long, max_new_tokens=9, temperature=0, top_p=1.0)
+    assert [key[:2] for key in graphed._captured] == [(8, 512)] and len(captured) == 3
+    assert graphed.sample(three, max_new_tokens=9, temperature=0, top_p=1.0) == \
+        host.sample(three, max_new_tokens=9, temperature=0, top_p=1.0)
+    assert len(captured) == 3
+
+
+def test_the_device_loop_hands_rows_over_as_they_finish(model_and_tokenizer, monkeypatch):
+    model, tokenizer = model_and_tokenizer
+    monkeypatch.setattr(decoding, "CHECK_EVERY", 2)
+    prompts = [chat(tokenizer, f"Question number {k}" + " and more" * k) for k in range(8)]
+    greedy = [reference(model, tokenizer, p, 9) for p in prompts]
+    stops = {greedy[0][1], greedy[1][4]}  # rows finishing after 2 and 5 tokens (and others where these come)
+    expected = [r[:next((i + 1 for i, t in enumerate(r) if t in stops), len(r))] for r in greedy]
+    decoder = CachedDecoder(model, PrefixCache(100_000), stop_ids=stops, pad_id=tokenizer.pad_token_id, device_loop=True)
+    parts = list(decoder.stream(prompts, max_new_tokens=9, temperature=0, top_p=1.0))
+    assert len(parts) > 1 and 0 in parts[0][0]  # row 0 finished at the first look, before the others
+    assert sorted(i for indices, _ in parts for i in indices) == list(range(8))
+    assert {i: r for indices, responses in parts for i, r in zip(indices, responses)} == dict(enumerate(expected))
+    assert not torch.is_inference_mode_enabled()  # only while the decoder works
+
+
+def test_a_step_that_cannot_be_captured_decodes_uncaptured_and_says_so(model_and_tokenizer, monkeypatch):
+    from gem_trainer import cuda_graphs
+
+    model, tokenizer = model_and_tokenizer
+
+    def capture(step):
+        raise RuntimeError("operation not permitted when stream is capturing")
+
+    monkeypatch.setattr(cuda_graphs, "capture", capture)
+    prompts = [chat(tokenizer, f"Row {k}") for k in range(3)]
+    host = CachedDecoder(model, PrefixCache(100_000), stop_ids=set(), pad_id=tokenizer.pad_token_id)
+    graphed = CachedDecoder(model, PrefixCache(100_000), stop_ids=set(), pad_id=tokenizer.pad_token_id, device_loop=True)
+    graphed.cuda_graphs = True  # on the CPU: the stand-in capture above, which fails
+    with pytest.warns(RuntimeWarning, match="decodes uncaptured"):
+        got = graphed.sample(prompts, max_new_tokens=5, temperature=0, top_p=1.0)
+    assert got == host.sample(prompts, max_new_tokens=5, temperature=0, top_p=1.0)
+    assert not graphed.cuda_graphs and not graphed._captured

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 
 from gem_trainer.config import FULL_LR, LORA_LR, TrainConfig
+from gem_trainer.memory import CPU_MICRO_BATCH_TOKENS
 from tests.helpers import REPO, gem_command
 
 #: Flags whose config key is not the flag's name with underscores.
@@ -44,6 +45,8 @@ def test_the_documented_table_gives_the_defaults_a_run_uses():
     assert CORE <= set(documented), f"not in the settings table of docs/training.md: {CORE - set(documented)}"
     assert [float(v) for v in documented.pop("learning_rate")] == [LORA_LR, FULL_LR]
     assert default.lora and default.lr == LORA_LR
+    # no fixed default: CPU_MICRO_BATCH_TOKENS on a CPU, sized from the free memory on a GPU
+    assert documented.pop("micro_batch_tokens") == [str(CPU_MICRO_BATCH_TOKENS)] and default.micro_batch_tokens is None
     for key, (value,) in documented.items():
         actual = getattr(default, key)
         if key == "envs":

@@ -137,3 +137,28 @@ def test_turns_per_won_episode_is_weighted_by_wins_and_judged_with_the_other_met
         ("success_rate", "gamma 0.9"), ("success_rate", "gamma 0.999")]
     assert rows[1]["last_1_per_seed"] == "5.00 -" and rows[1]["mean"] == 5.0  # a seed without wins has no value
     assert rows[0]["separated"] == "yes" and rows[2]["separated"] == "yes"
+
+
+def test_a_time_limit_stops_the_runs_and_judges_each_claim_where_all_its_runs_got_to(
+        tiny_model_dir: Path, tmp_path: Path, capsys):
+    script = load_script()
+    code = script.main(["--model", str(tiny_model_dir), "--preset", "cpu", "--steps", "500", "--episodes-per-step", "2",
+                        "--seeds", "0", "--out", str(tmp_path), "--only", "sparse_rebn_vs_reinforce",
+                        "--jobs", "2", "--time-limit", "25"])
+    assert code == 0
+    assert capsys.readouterr().out.count("stopped by --time-limit after") == 2
+    results = json.loads((tmp_path / "claims.json").read_text())
+    experiment = results["experiments"]["sparse_rebn_vs_reinforce"]
+    reached = [len(seeds["0"]) for seeds in experiment["runs"].values()]
+    assert results["missing"] == [] and 0 < min(reached) < 500 and experiment["judged_at_step"] == min(reached)
+    rows = list(csv.DictReader((tmp_path / "claims.csv").open()))
+    assert {row["steps"] for row in rows} == {str(min(reached))}
+
+
+def test_the_gpu_preset_plays_claims_one_and_two_at_four_times_the_batch():
+    script = load_script()
+    assert script.PRESET_EXPERIMENTS["gpu"] == ("sparse_rebn_vs_reinforce", "sparse_gamma")
+    gpu, cpu = script.PRESETS["gpu"], script.PRESETS["cpu"]
+    assert gpu["episodes_per_step"] == 4 * cpu["episodes_per_step"] and gpu["steps"] > cpu["steps"]
+    assert gpu["max_new_tokens"] == cpu["max_new_tokens"] and gpu["micro_batch_tokens"] == 2048
+    assert script.parse_args(["--time-limit", "480"]).time_limit == 480

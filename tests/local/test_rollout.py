@@ -29,8 +29,8 @@ class ScriptedPolicy(LocalPolicy):
         super().__init__(model, tokenizer, SamplingSettings(max_new_tokens=16))
         self.answer = tokenizer.encode(answer, add_special_tokens=False) + [tokenizer.eos_token_id]
 
-    def generate(self, prompts, vision=None, *, seeds=None):
-        return [list(self.answer) for _ in prompts]
+    def generate_stream(self, prompts, vision=None, *, seeds=None):
+        yield list(range(len(prompts))), [list(self.answer) for _ in prompts]
 
 
 def test_turns_of_an_episode_join_into_one_sample_with_the_real_chat_template(tiny):

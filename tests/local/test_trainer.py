@@ -217,3 +217,32 @@ def test_the_same_seed_and_settings_give_the_same_metrics(tiny_model_dir, tmp_pa
                     progress=False).run() for name in ("first", "second")]
     first, second = ([{k: v for k, v in r.items() if k not in timing} for r in run.records] for run in runs)
     assert first == second and first[0]["grad_norm"] > 0
+
+
+def test_micro_batches_are_sized_from_free_gpu_memory_when_not_set(tiny_model_dir, monkeypatch):
+    """On a GPU every micro-batch pays thousands of kernel launches: as large as half the free memory
+    allows. The free memory is stood in for: this test has no GPU."""
+    from gem_trainer import memory
+    from gem_trainer.config import build_config
+    from gem_trainer.models import load_model
+
+    model = load_model(tiny_model_dir)
+    parameters = [p for p in model.parameters() if p.requires_grad]
+    settings = build_config({"model": str(tiny_model_dir)})
+    assert memory.micro_batch_tokens(model, parameters, settings, "cpu") == memory.CPU_MICRO_BATCH_TOKENS
+    assert memory.micro_batch_tokens(model, parameters, build_config({"micro_batch_tokens": 300}), "cuda") == 300
+
+    per_token = memory.activation_bytes_per_token(model, 4)
+    estimate = memory.estimate_training_memory(model, parameters, settings)
+    for tokens in (2000, 6000):
+        free = (estimate.static + estimate.sampling + 2 * tokens * per_token) / memory.HEADROOM + 1
+        monkeypatch.setattr(memory, "available_memory", lambda device: free)
+        assert memory.micro_batch_tokens(model, parameters, settings, "cuda") == tokens // 256 * 256
+        memory.check_training_memory(model, parameters, settings, "cuda", tokens // 256 * 256)  # fits
+    monkeypatch.setattr(memory, "available_memory", lambda device: 10**15)
+    assert memory.micro_batch_tokens(model, parameters, settings, "cuda") == memory.MAX_MICRO_BATCH_TOKENS
+    monkeypatch.setattr(memory, "available_memory", lambda device: estimate.static)  # no room at all
+    longest = settings.max_prompt_tokens + settings.max_new_tokens
+    assert memory.micro_batch_tokens(model, parameters, settings, "cuda") == longest
+    with pytest.raises(MemoryBudgetError, match="GPU"):
+        memory.check_training_memory(model, parameters, settings, "cuda", longest)

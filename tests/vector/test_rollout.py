@@ -253,3 +253,54 @@ def test_a_policy_taking_episodes_gets_the_episode_of_each_observation(asynchron
         episodes = gem_core.collect_episodes(vec, apolicy if asynchronous else policy, 4, on_episode=finished.append)
     assert sorted(map(id, episodes)) == sorted(seen) == sorted(map(id, finished))  # the same objects
     assert all(counts == [0, 1, 2] for counts in seen.values())  # asked at every turn, as it grew
+
+
+class StreamingSearch:
+    """binary_search, handing its actions over a few at a time, last observation first, and
+    noting what the vector environment stepped before each hand-over."""
+
+    def __init__(self, vec):
+        self.vec, self.log = vec, []
+
+    def __call__(self, observations):
+        raise AssertionError("collect_episodes should use stream_actions()")
+
+    def stream_actions(self, observations, infos):
+        actions = binary_search(observations)
+        positions = list(range(len(observations)))[::-1]
+        for start in range(0, len(positions), 2):
+            chunk = positions[start:start + 2]
+            self.log.append(len(self.vec.stepped))
+            yield chunk, [actions[p] for p in chunk]
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_a_streaming_policy_has_its_slots_stepped_as_its_actions_come_and_the_same_episodes(mode):
+    def collect(streaming: bool) -> list:
+        with make_vec("game:GuessTheNumber-v0-hard", 5, wrappers="concat", mode=mode, seed=3) as vec:
+            stepped = []
+            step = vec.step
+            vec.step = lambda actions, indices=None: (stepped.append(len(indices)), step(actions, indices))[1]
+            vec.stepped = stepped
+            policy = StreamingSearch(vec) if streaming else binary_search
+            episodes = gem_core.collect_episodes(vec, policy, 12)
+        return episodes, stepped, getattr(policy, "log", None)
+
+    plain, _, _ = collect(False)
+    streamed, stepped, log = collect(True)
+    assert [e.to_dict() for e in streamed] == [e.to_dict() for e in plain]
+    assert max(stepped) <= 2  # chunks of at most two slots, stepped one chunk at a time
+    assert all(later > earlier for earlier, later in zip(log, log[1:]))  # each chunk stepped before the next came
+
+
+@pytest.mark.parametrize("stream, message", [
+    (lambda obs, infos: iter([([0, 0], ["a", "b"])]), "positions"),
+    (lambda obs, infos: iter([([0], ["a"])]), "ended without actions"),
+    (lambda obs, infos: iter([([0], [7])]), "action 0"),
+    (lambda obs, infos: iter([([len(obs)], ["a"])]), "positions"),
+])
+def test_a_stream_that_breaks_its_contract_raises(stream, message):
+    policy = type("Streaming", (), {"__call__": lambda self, obs: ["a"] * len(obs), "stream_actions": staticmethod(stream)})()
+    with make_vec(COUNTDOWN, 2, mode="sync", seed=0) as vec:
+        with pytest.raises(GemError, match=message):
+            gem_core.collect_episodes(vec, policy, 2)
