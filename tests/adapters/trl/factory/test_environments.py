@@ -58,6 +58,31 @@ def test_a_text_environment_is_one_act_tool_whose_answers_are_in_process_play():
         assert not hasattr(env, "get_reward")
     assert "over" in env.act(action="\\boxed{3}") and env.info["turn_rewards"] == rewards
 
+
+def test_a_served_environment_plays_through_the_factory_unchanged():
+    from tests.serve.servers import gem_serve  # gem serve as a process, as users start it
+
+    with gem_serve(EASY) as (url, _):
+        env_id = f"remote:{url}"
+        cls = environment_factory(env_id)
+        assert tools_of(cls) == ["act"]
+        for seed in (1, 4):
+            env, reference = cls(), gem_core.make(EASY)
+            try:
+                assert env.reset(prompt=[{"role": "user", "content": ""}], env_id=env_id, seed=seed) == \
+                    as_seen(*reference.reset(seed=seed))
+                for action in ("\\boxed{5}", "gibberish", "\\boxed{2}", "\\boxed{8}", "\\boxed{3}"):
+                    observation, reward, terminated, truncated, info = reference.step(action)
+                    assert env.act(action=action) == as_seen(observation, info, done=terminated or truncated)
+                    if terminated or truncated:
+                        break
+                done = terminated or truncated
+                assert env.info["stop"] == ("terminated" if terminated else "truncated" if truncated else None)
+                assert env.info["turn_rewards"] and done == (env.info["stop"] is not None)
+                assert env.info["seed"] == seed
+            finally:
+                reference.close()
+
     # reset often: the same object plays the next row's episode from its start
     assert env.reset(env_id=EASY, seed=seed) == first and env.info["turn_rewards"] == []
 
