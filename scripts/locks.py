@@ -41,6 +41,17 @@ OPENENV = "openenv"
 #: Set to "none" to install without the locks (what ``refresh`` and ``newest`` do).
 LOCK_ENV_VAR = "GEM_LOCK"
 PROJECT = "gem-adapters"
+#: Packages that a later install line of a stage sets to another version than an earlier line
+#: needs: pinned, they would make the earlier line unresolvable. Their lock names the version the
+#: tests passed with on a comment line that pip skips and ``verify`` checks.
+SET_BY_A_LATER_LINE = {
+    # gem-llm 0.0.4 (the roll extra) wants math-verify's antlr4 4.13.2, which omegaconf 2.4 allows;
+    # ROLL's Hydra line then installs omegaconf 2.3 and antlr4 4.9, as ROLL itself runs.
+    "roll": ("omegaconf", "antlr4-python3-runtime"),
+    # the trl extra installs TRL 1.16; the oldest-TRL line replaces it and its transformers.
+    "trl_oldest": ("trl", "transformers"),
+}
+LATER_LINE = "# set by a later install line, not a constraint: "
 
 
 def lock_path(name: str) -> Path:
@@ -103,6 +114,8 @@ def read_lock(name: str) -> tuple[dict[str, str], str | None]:
         made_with = re.match(r"#\s*python:\s*(\d+\.\d+)", line)
         if made_with:
             python = made_with.group(1)
+        if line.startswith(LATER_LINE):
+            line = line[len(LATER_LINE):]
         line = line.split("#", 1)[0].strip()
         if line:
             package, _, version = line.partition("==")
@@ -119,7 +132,9 @@ def write_lock(name: str, python: str, tested: str) -> Path:
         f"# python: {python_tag(python)} ({platform.python_implementation()}, {platform.system().lower()} "
         f"{platform.machine()}), made {datetime.date.today().isoformat()}",
     ]
-    lines += [f"{shown}=={public(version)}" for _, (shown, version) in sorted(installed.items())]
+    later = {canonical(package) for package in SET_BY_A_LATER_LINE.get(name, ())}
+    lines += [f"{LATER_LINE if key in later else ''}{shown}=={public(version)}"
+              for key, (shown, version) in sorted(installed.items())]
     path = lock_path(name)
     LOCKS.mkdir(exist_ok=True)
     path.write_text("\n".join(lines) + "\n")

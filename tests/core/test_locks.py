@@ -102,3 +102,27 @@ def test_the_newest_versions_are_told_against_the_lock(locks, monkeypatch):
     monkeypatch.setattr(locks, "frozen", lambda python: {"numpy": ("numpy", "2.5.0"), "click": ("click", "8.3.0")})
     assert locks.changes("core", "python") == ["click 8.3.0 (new)", "numpy 2.4.6 -> 2.5.0", "rich 14.0.0 (gone)"]
     assert locks.changes("trl", "python") == ["no locks/trl.txt yet"]
+
+
+def test_a_package_a_later_install_line_sets_is_checked_but_constrains_no_line(locks, monkeypatch):
+    monkeypatch.setattr(locks, "python_tag", lambda python=None: "3.11")
+    monkeypatch.setitem(locks.SET_BY_A_LATER_LINE, "roll", ("OmegaConf",))
+    monkeypatch.setattr(locks, "frozen", lambda python: {"omegaconf": ("omegaconf", "2.3.1"), "rich": ("rich", "14.0.0")})
+    text = locks.write_lock("roll", "python", "the tests passed with").read_text()
+    assert f"\n{locks.LATER_LINE}omegaconf==2.3.1\nrich==14.0.0\n" in text
+    constraints = [line for line in text.splitlines() if not line.startswith("#")]  # what pip reads
+    assert constraints == ["rich==14.0.0"]
+    assert locks.read_lock("roll")[0] == {"omegaconf": "2.3.1", "rich": "14.0.0"}
+    assert locks.differences("roll", "python")[0] == []
+    monkeypatch.setattr(locks, "frozen", lambda python: {"omegaconf": ("omegaconf", "2.4.0"), "rich": ("rich", "14.0.0")})
+    assert locks.differences("roll", "python")[0] == ["omegaconf is 2.4.0, the lock pins 2.3.1"]
+
+
+def test_the_packages_set_by_a_later_line_belong_to_stages_and_are_in_their_locks():
+    module = locks_module()
+    for name, packages in module.SET_BY_A_LATER_LINE.items():
+        assert name in module.stage_names()
+        text = module.lock_path(name).read_text()
+        for package in packages:
+            assert any(line.startswith(module.LATER_LINE) and module.canonical(line[len(module.LATER_LINE):].split("==")[0])
+                       == module.canonical(package) for line in text.splitlines()), (name, package)
