@@ -100,12 +100,13 @@ class TransformersServer:
 
 class StubChatServer:
     """A ``/v1/chat/completions`` server whose answer to each request is ``answer(body)`` (default:
-    ``"SCORE: 10"``), after ``delay`` seconds. ``requests`` holds every request body, in order."""
+    ``"SCORE: 10"``), after ``delay`` seconds. ``requests`` holds every request body, in order; with
+    ``api_key``, a request without that bearer key gets OpenAI's 401."""
 
     def __init__(self, answer: Callable[[dict[str, Any]], Answer] | None = None, *, delay: float = 0.0,
-                 model: str = "stub-judge"):
+                 model: str = "stub-judge", api_key: str | None = None):
         self.answer = answer or (lambda body: "SCORE: 10")
-        self.delay, self.model = delay, model
+        self.delay, self.model, self.api_key = delay, model, api_key
         self.requests: list[dict[str, Any]] = []
         self.in_flight = self.max_in_flight = 0  # requests being answered now, and the most at once
         self._lock = threading.Lock()
@@ -152,7 +153,16 @@ class StubChatServer:
             def log_message(self, *args: Any) -> None:
                 pass
 
+            def _authorised(self) -> bool:
+                if stub.api_key is None or self.headers.get("Authorization") == f"Bearer {stub.api_key}":
+                    return True
+                send_json(self, 401, {"error": {"message": "Invalid API key", "type": "invalid_request_error",
+                                                "code": "invalid_api_key"}})
+                return False
+
             def do_GET(self) -> None:
+                if not self._authorised():
+                    return
                 if self.path.rstrip("/") == "/v1/models":
                     send_json(self, 200, {"object": "list", "data": [{"id": stub.model, "object": "model",
                                                                       "created": 0, "owned_by": "test"}]})
@@ -160,6 +170,8 @@ class StubChatServer:
                     send_json(self, 404, {"error": {"message": "not found"}})
 
             def do_POST(self) -> None:
+                if not self._authorised():
+                    return
                 body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
                 if self.path.rstrip("/") != "/v1/chat/completions":
                     send_json(self, 404, {"error": {"message": "not found"}})

@@ -1,7 +1,7 @@
 """`gem eval` on a terminal-bench task in a container, through an OpenAI-compatible endpoint, with
 its episodes written as Harbor trajectories.
 
-The endpoint is a scripted model on localhost (the HTTP server of tests/local/chat_server.py): its
+The endpoint is a scripted model on localhost (tests/openai_servers.py's stub): its
 first reply runs the task's reference solution, its second finishes. `gem eval` talks to it with
 its real client, and the task runs in podman.
 """
@@ -9,41 +9,23 @@ its real client, and the task runs in podman.
 from __future__ import annotations
 
 import json
-import threading
-import time
-from http.server import ThreadingHTTPServer
-from typing import Any
 
 from tests.helpers import gem_command
-from tests.local.chat_server import ChatServer
+from tests.openai_servers import StubChatServer
 from tests.terminal.public import PUBLIC
 
 TASK = PUBLIC / "evoeval-0"
 
 
-class ScriptedChatServer(ChatServer):
-    """Answers the first turn with ``first``, every later turn with ``<finish>``."""
-
-    def __init__(self, name: str, first: str):
-        self.name, self.api_key, self.delay, self.first = name, None, 0.0, first
-        self._count_lock = threading.Lock()
-        self.in_flight = self.max_in_flight = 0
-        self.requests: list[dict[str, Any]] = []
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
-
-    def complete(self, body: dict[str, Any]) -> dict[str, Any]:
-        text = self.first if len(body["messages"]) == 1 else "<finish>"
-        return {"id": f"chatcmpl-{len(self.requests)}", "object": "chat.completion", "created": int(time.time()),
-                "model": self.name, "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
-                                                 "finish_reason": "stop"}],
-                "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}}
+def scripted(first: str) -> StubChatServer:
+    """A server that answers the first turn with ``first``, every later turn with ``<finish>``."""
+    return StubChatServer(lambda body: first if len(body["messages"]) == 1 else "<finish>", model="scripted")
 
 
 def test_gem_eval_scores_a_terminal_bench_task_in_podman_through_an_endpoint(podman, tmp_path):
     solution = (TASK / "solution.sh").read_text()
     out = tmp_path / "eval"
-    with ScriptedChatServer("scripted", f"<bash>{solution}</bash>") as server:
+    with scripted(f"<bash>{solution}</bash>") as server:
         result = gem_command(
             "eval", "--base-url", server.base_url, "--model", "scripted", "--env", "terminal:Tasks-v0",
             "--env-arg", f"path={TASK}", "--env-arg", "backend=podman", "--env-arg", f"base_images={json.dumps(podman)}",
