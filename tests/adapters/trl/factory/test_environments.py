@@ -58,6 +58,9 @@ def test_a_text_environment_is_one_act_tool_whose_answers_are_in_process_play():
         assert not hasattr(env, "get_reward")
     assert "over" in env.act(action="\\boxed{3}") and env.info["turn_rewards"] == rewards
 
+    # reset often: the same object plays the next row's episode from its start
+    assert env.reset(env_id=EASY, seed=seed) == first and env.info["turn_rewards"] == []
+
 
 def test_a_served_environment_plays_through_the_factory_unchanged():
     from tests.serve.servers import gem_serve  # gem serve as a process, as users start it
@@ -82,9 +85,6 @@ def test_a_served_environment_plays_through_the_factory_unchanged():
                 assert env.info["seed"] == seed
             finally:
                 reference.close()
-
-    # reset often: the same object plays the next row's episode from its start
-    assert env.reset(env_id=EASY, seed=seed) == first and env.info["turn_rewards"] == []
 
 
 def test_a_tool_call_with_wrong_arguments_raises_for_the_model_and_the_episode_goes_on():
