@@ -19,6 +19,7 @@ from importlib import resources
 from typing import Any
 
 from gem_core.errors import GemError, MissingDependencyError, UnknownNameError
+from gem_envs.rg import generation
 
 #: The dataset that mixes others with weights.
 MIX = "composite"
@@ -124,8 +125,6 @@ def _item(name: str, size: int, seed: int, config_json: str, index: int) -> dict
     episodes of a group (and the instances of a vector environment) reset to the same problems.
     Generators that run the dataset's programs run in a sandboxed worker (see
     :mod:`gem_envs.rg.generation`)."""
-    from gem_envs.rg import generation
-
     if generation.runs_programs(name, json.loads(config_json)):
         return generation.sandboxed_item(name, size, seed, config_json, index)
     return generate_item(name, size, seed, config_json, index)

@@ -1,12 +1,14 @@
-"""The code reads bottom-up: no import cycle inside gem_core, counting every import (at module
-level, inside a function, or for type checkers only), and no module imports another module's
-private name anywhere in the project's packages."""
+"""The code reads bottom-up: no import cycle inside gem_core or any other of the project's
+packages, counting every import (at module level, inside a function, or for type checkers only),
+and no module imports another module's private name anywhere in the project's packages."""
 
 from __future__ import annotations
 
 import ast
 import graphlib
 from pathlib import Path
+
+import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 #: Folder -> import name of the project's packages (pyproject's package-dir).
@@ -58,6 +60,16 @@ def test_gem_core_has_no_import_cycle():
     except graphlib.CycleError as e:
         raise AssertionError(f"import cycle in gem_core: {' -> '.join(e.args[1])}") from None
     assert order.index("gem_core.errors") < order.index("gem_core.core") < order.index("gem_core.registry")
+
+
+@pytest.mark.parametrize("package", [name for name in PACKAGES.values() if name != "gem_core"])
+def test_no_other_package_has_an_import_cycle_either(package):
+    inside = [name for name in ALL if name.split(".")[0] == package]
+    graph = {name: {source for source, _ in imports(name) if source != name and source in inside} for name in inside}
+    try:
+        graphlib.TopologicalSorter(graph).prepare()
+    except graphlib.CycleError as e:
+        raise AssertionError(f"import cycle in {package}: {' -> '.join(e.args[1])}") from None
 
 
 def test_no_module_imports_another_modules_private_name():
