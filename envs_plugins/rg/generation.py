@@ -5,9 +5,8 @@ are arbitrary code snippets) and calling it; some of them write files into the w
 So its items are made in a worker process of :mod:`gem_envs.math.workers`, which runs
 :mod:`gem_envs.rg.program_worker`, instead of the caller's process: under bubblewrap (read-only
 file system, no network, own process namespace), in a private scratch folder that is removed after
-each item, with a time limit. Where bubblewrap is missing or
-does not work, the worker still runs each program in a throw-away working directory, but with the
-user's rights, and a warning says so.
+each item, with a time limit. Where bubblewrap is missing or does not work, the worker still runs
+each program in a throw-away working directory, but with the user's rights, and a warning says so.
 
 An item made in a worker comes back as JSON data: tuples in its metadata become lists, and values
 JSON cannot hold become their ``repr``.
