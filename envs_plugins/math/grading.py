@@ -12,14 +12,13 @@ from __future__ import annotations
 
 import importlib.util
 import re
-import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from gem_core.errors import MissingDependencyError
 from gem_core.parsing import last_boxed
 
-from gem_envs.math.workers import WorkerPool
+from gem_envs.math.workers import WorkerPool, shared_pool
 
 #: Seconds math-verify may spend on one answer.
 DEFAULT_TIME_LIMIT = 2.0
@@ -113,9 +112,6 @@ def quick_verdict(answer: str, golds: Sequence[str]) -> bool | None:
 
 # -- the worker pool --------------------------------------------------------------------------
 
-_pool: WorkerPool | None = None
-_pool_lock = threading.Lock()
-
 
 def require_math_verify() -> None:
     """Raise :class:`MissingDependencyError` unless math-verify is installed."""
@@ -129,9 +125,4 @@ def require_math_verify() -> None:
 
 def worker_pool() -> WorkerPool:
     """The process-wide pool of math-verify workers, created on first use."""
-    global _pool
-    with _pool_lock:
-        if _pool is None:
-            require_math_verify()
-            _pool = WorkerPool("gem_envs.math.verify")
-        return _pool
+    return shared_pool("gem_envs.math.verify", before_start=require_math_verify)

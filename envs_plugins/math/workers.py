@@ -36,6 +36,7 @@ import sys
 import threading
 import time
 import weakref
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -353,6 +354,21 @@ def _probe_sandbox() -> list[str]:
 # -- process-wide bookkeeping -------------------------------------------------------------------
 
 _POOLS: weakref.WeakSet[WorkerPool] = weakref.WeakSet()
+_SHARED: dict[str, WorkerPool] = {}
+_shared_lock = threading.Lock()
+
+
+def shared_pool(module: str, *, before_start: Callable[[], None] | None = None) -> WorkerPool:
+    """The process-wide pool of workers that run ``module``'s functions, made on first use;
+    ``before_start`` runs first each time it is not made yet (a check that may raise)."""
+    with _shared_lock:
+        pool = _SHARED.get(module)
+        if pool is None:
+            if before_start is not None:
+                before_start()
+            pool = _SHARED[module] = WorkerPool(module)
+        return pool
+
 
 
 def _close_all() -> None:

@@ -8,7 +8,6 @@ episode ends after one step.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Mapping
 from typing import Any
 
@@ -16,7 +15,7 @@ from gem_core.errors import GemError
 from gem_core.parsing import last_boxed
 
 from gem_envs.math.question import QuestionEnv
-from gem_envs.math.workers import Outcome, WorkerPool
+from gem_envs.math.workers import Outcome, WorkerPool, shared_pool
 from gem_envs.rg.datasets import create_dataset
 
 DEFAULT_TIME_LIMIT = 5.0
@@ -104,15 +103,7 @@ def _clip(value: Any) -> float:
     return min(1.0, max(0.0, score)) if score == score else 0.0  # NaN scores 0
 
 
-_pool: WorkerPool | None = None
-_pool_lock = threading.Lock()
-
-
 def scoring_pool() -> WorkerPool:
     """The process-wide pool of reasoning-gym scoring workers."""
-    global _pool
-    with _pool_lock:
-        if _pool is None:
-            _pool = WorkerPool("gem_envs.rg.scoring")
-        return _pool
+    return shared_pool("gem_envs.rg.scoring")
 

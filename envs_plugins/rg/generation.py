@@ -15,12 +15,11 @@ JSON cannot hold become their ``repr``.
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Mapping
 from typing import Any
 
 from gem_core.errors import GemError
-from gem_envs.math.workers import WorkerPool, sandbox_prefix
+from gem_envs.math.workers import WorkerPool, sandbox_prefix, shared_pool
 
 logger = logging.getLogger(__name__)
 
@@ -57,18 +56,12 @@ def sandboxed_item(name: str, size: int, seed: int, config_json: str, index: int
 
 # -- the pool -----------------------------------------------------------------------------------
 
-_pool: WorkerPool | None = None
-_pool_lock = threading.Lock()
 _warned = False
 
 
 def worker_pool() -> WorkerPool:
     """The process-wide pool of workers that make items (started on first use)."""
-    global _pool
-    with _pool_lock:
-        if _pool is None:
-            _pool = WorkerPool("gem_envs.rg.program_worker")
-        return _pool
+    return shared_pool("gem_envs.rg.program_worker")
 
 
 def _warn_unsandboxed_once(name: str) -> None:
