@@ -79,13 +79,18 @@ def fake_distribution(root: Path, name: str, plugins: dict[str, str], modules: d
     return root
 
 
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listened on a moment ago."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
 @contextmanager
 def search_server(*args: str) -> Iterator[tuple[subprocess.Popen, str]]:
     """Run ``gem search-server ARGS`` on a free port; yield the process and its base URL once it
     answers, and kill it afterwards."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     process = subprocess.Popen([sys.executable, "-m", "gem_core.cli", "search-server", "--port", str(port), *args],
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     base = f"http://127.0.0.1:{port}"

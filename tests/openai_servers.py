@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -24,19 +23,13 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from tests.helpers import send_json
+from tests.helpers import free_port, send_json
 
 #: What a stub answers a chat request with: the message text, or ``(status, payload)``.
 Answer = str | tuple[int, dict[str, Any]]
 
 #: Seconds the real server may take to answer /health after it starts.
 START_TIMEOUT_S = 180
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class TransformersServer:

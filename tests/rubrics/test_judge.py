@@ -13,7 +13,8 @@ import gem_core
 from gem_core.endpoint import ChatEndpoint, EndpointError
 from gem_core.episodes import Episode, Turn
 from gem_core.rubrics import Criterion, Judge, JudgeCache, Rubric, judge
-from tests.openai_servers import StubChatServer, free_port
+from tests.helpers import free_port
+from tests.openai_servers import StubChatServer
 from tests.rubrics.guessing import ENV, GUESSES, play
 
 RUBRIC = "The agent halves the range with each guess."

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from tests.helpers import wait_healthy
+from tests.helpers import free_port, wait_healthy
 
 uvicorn = pytest.importorskip("uvicorn", reason="the openenv extra is installed by scripts/install_test_deps.sh")
 
@@ -81,9 +81,7 @@ def in_thread(app: Any) -> Iterator[str]:
 def package_server(package: Path) -> Iterator[str]:
     """An exported package's server entry (``python -m server.app``, as its image runs it) on a
     free port; yields its URL once it answers."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     process = subprocess.Popen([sys.executable, "-m", "server.app", "--host", "127.0.0.1", "--port", str(port)],
                                cwd=package, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     url = f"http://127.0.0.1:{port}"

@@ -6,14 +6,13 @@ container serves the environment, and OpenEnv 0.10's validator and client find i
 from __future__ import annotations
 
 import shutil
-import socket
 import subprocess
 import sys
 
 import pytest
 
 import gem_core
-from tests.helpers import REPO, wait_healthy
+from tests.helpers import REPO, free_port, wait_healthy
 from tests.serve import images
 
 GAME = "game:GuessTheNumber-v0-easy"
@@ -49,9 +48,7 @@ def built_image(tmp_path):
 
 
 def test_the_image_of_an_exported_package_serves_and_validates(openenv, built_image):
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     container = subprocess.run([images.ENGINE, "run", "-d", "--rm", "-p", f"127.0.0.1:{port}:8000", built_image],
                                capture_output=True, text=True, timeout=120)
     assert container.returncode == 0, container.stderr

@@ -8,6 +8,7 @@ import pytest
 
 import gem_core
 from gem_core.remote.env import RemoteEnvError
+from tests.helpers import free_port
 from tests.serve.openenv_peer import countdown_server
 from tests.serve.servers import gem_serve
 
@@ -83,11 +84,7 @@ def test_remote_env_plays_an_env_served_by_openenv_own_server():
 
 
 def test_an_unreachable_server_is_a_clear_error():
-    import socket
-
-    with socket.socket() as s:  # a port nothing listens on
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()  # a port nothing listens on
     with pytest.raises(RemoteEnvError, match=f"Cannot reach the environment server at http://127.0.0.1:{port}"):
         gem_core.make(f"remote:http://127.0.0.1:{port}", connect_timeout=5)
     with pytest.raises(gem_core.GemError, match="starts with http://"):

@@ -18,6 +18,7 @@ import pytest
 import gem_core
 from gem_core.registry import apply_wrappers
 from gem_core.tools import MCPTool, ToolConfigError
+from tests.helpers import free_port
 
 from .conftest import FIXTURE_PIDS, wait_until_gone
 
@@ -143,9 +144,7 @@ def test_stdio_server_dying_during_a_call_answers_at_once():
 
 class HttpServer:
     def __init__(self):
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            self.port = s.getsockname()[1]
+        self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}/mcp"
         self.process: subprocess.Popen | None = None
 

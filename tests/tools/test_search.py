@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 import sys
 
@@ -15,7 +14,7 @@ from gem_core.errors import DataNotFoundError
 from gem_core.tools import SAMPLE_CORPUS, Bm25Index, Passage, SearchTool, ToolConfigError, load_corpus
 from gem_core.tools.retrieval import CorpusError
 
-from tests.helpers import search_server
+from tests.helpers import free_port, search_server
 
 from .conftest import FIXTURE_PIDS
 
@@ -104,7 +103,7 @@ def test_search_tool_needs_a_backend(monkeypatch):
 
 
 def test_unreachable_server_is_a_failed_call():
-    tool = SearchTool(url=f"http://127.0.0.1:{_free_port()}/retrieve", timeout=2)
+    tool = SearchTool(url=f"http://127.0.0.1:{free_port()}/retrieve", timeout=2)
     output = tool.execute(tool.parse("<search>anything</search>"))
     assert not output.success
     assert "search failed: cannot reach the retrieval server" in output.observation
@@ -179,7 +178,3 @@ def test_search_server_help():
     assert "search-server" in listing.stdout
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
