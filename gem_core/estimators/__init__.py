@@ -17,7 +17,7 @@ from gem_core.estimators.dispatch import estimate_flat
 from gem_core.estimators.distributed import torch_all_reduce
 from gem_core.estimators.grouped import drgrpo, drgrpo_flat, grpo, grpo_flat, rloo, rloo_flat
 from gem_core.estimators.inputs import EstimatorInputError, group_index
-from gem_core.estimators.moments import ZERO_STD_RTOL, AllReduce
+from gem_core.estimators.moments import ZERO_STD_RTOL, AllReduce, advantage_stats
 from gem_core.estimators.per_turn import (
     EPS,
     rebn,
@@ -35,6 +35,7 @@ __all__ = [
     "ZERO_STD_RTOL",
     "AllReduce",
     "EstimatorInputError",
+    "advantage_stats",
     "discounted_returns",
     "discounted_returns_flat",
     "drgrpo",

@@ -14,6 +14,7 @@ from gem_core.episodes import load_episodes
 from gem_trainer.checkpoint import CHECKPOINT, MODEL, load_trainer_state
 from gem_trainer.config import ConfigError, build_config
 from gem_trainer.memory import MemoryBudgetError
+from gem_trainer.metrics import TIMINGS
 from gem_trainer.models import ModelError
 from gem_trainer.trainer import EPISODES_DIR, Trainer
 from tests.local.envs import ENV_ID, register_once
@@ -212,10 +213,9 @@ def test_resume_needs_a_checkpoint(tiny_model_dir, tmp_path):
 
 def test_the_same_seed_and_settings_give_the_same_metrics(tiny_model_dir, tmp_path):
     """Bit for bit on one machine, LoRA included (its new weights come from the seeded generator)."""
-    timing = ("rollout_seconds", "train_seconds", "tokens_per_second", "train_tokens_per_second")
     runs = [Trainer(config(tiny_model_dir, tmp_path / name, steps=2, lora=True, lora_rank=4, threads=None),
                     progress=False).run() for name in ("first", "second")]
-    first, second = ([{k: v for k, v in r.items() if k not in timing} for r in run.records] for run in runs)
+    first, second = ([{k: v for k, v in r.items() if k not in TIMINGS} for r in run.records] for run in runs)
     assert first == second and first[0]["grad_norm"] > 0
 
 
