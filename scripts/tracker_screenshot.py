@@ -80,7 +80,7 @@ ARRANGE = f"""
 
 def photograph(url: str, out: Path, scratch: Path) -> None:
     with HeadlessChromium(timeout=120) as browser:
-        browser.call("Emulation.setDeviceMetricsOverride", width=1280, height=1320, deviceScaleFactor=1, mobile=False)
+        browser.call("Emulation.setDeviceMetricsOverride", width=1280, height=1060, deviceScaleFactor=1, mobile=False)
         browser.open(f"{url}?darkMode=false#timeseries")
         deadline = time.monotonic() + 90
         while not browser.evaluate("!!document.querySelector('input[placeholder=\"Filter tags (regex)\"]')"):
@@ -91,7 +91,7 @@ def photograph(url: str, out: Path, scratch: Path) -> None:
         time.sleep(3)
         browser.evaluate("window.dispatchEvent(new Event('resize'))")  # the charts draw again at their new size
         time.sleep(10)
-        shot = browser.screenshot(scratch / "screenshot.png", max_height=1320)
+        shot = browser.screenshot(scratch / "screenshot.png", max_height=1060)
     shrink(shot, out)
 
 

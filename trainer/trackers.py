@@ -20,11 +20,14 @@ variables (``WANDB_PROJECT``, ``WANDB_ENTITY``, ``TRACKIO_SERVER_URL``, ``TRACKI
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
+import io
 import json
 import math
 import os
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,6 +39,9 @@ NONE = "none"
 STATE_FILE = "trackers.json"
 #: The project (W&B, trackio) or experiment (MLflow) runs go to unless the library's variable names one.
 PROJECT = "gem"
+#: The scores of an environment in ``report.json`` that every tracker gets (with several samples
+#: per start, ``best_of_k_return`` and pass@k too).
+SCORES = ("episodes", "success_rate", "mean_return", "return_stderr", "turns_per_episode", "format_error_rate")
 
 
 @dataclass
@@ -54,39 +60,39 @@ class RunInfo:
         return self.folder.resolve().name
 
 
-class Tracker:
-    """One tracker's run. ``saved`` is what :meth:`state` returned when the run last ran (a
-    resumed run continues that tracker run), or None for a new run."""
+class Tracker(ABC):
+    """One tracker's run, started (or, given ``saved``, what :meth:`state` returned when the run
+    last ran, continued) by the constructor."""
 
     name: ClassVar[str]  # as --report-to names it
     label: ClassVar[str]  # as people write it
     module: ClassVar[str]  # the library, imported when a run starts
 
-    def __init__(self, run: RunInfo, saved: dict[str, Any] | None) -> None:
-        raise NotImplementedError
+    @abstractmethod
+    def __init__(self, run: RunInfo, saved: dict[str, Any] | None) -> None: ...
 
     def state(self) -> dict[str, Any]:
         """What continuing this tracker run needs (JSON)."""
         return {}
 
+    @abstractmethod
     def where(self) -> str:
         """Where the values go, and how to look at them."""
-        raise NotImplementedError
 
-    def log(self, values: dict[str, float], step: int) -> None:
-        raise NotImplementedError
+    @abstractmethod
+    def log(self, values: dict[str, float], step: int) -> None: ...
 
-    def log_image(self, key: str, path: Path, step: int) -> None:
-        raise NotImplementedError
+    @abstractmethod
+    def log_image(self, key: str, path: Path, step: int) -> None: ...
 
-    def log_table(self, key: str, columns: list[str], rows: list[list[Any]], step: int) -> None:
-        raise NotImplementedError
+    @abstractmethod
+    def log_table(self, key: str, columns: list[str], rows: list[list[Any]], step: int) -> None: ...
 
-    def log_text(self, key: str, text: str, step: int) -> None:
-        raise NotImplementedError
+    @abstractmethod
+    def log_text(self, key: str, text: str, step: int) -> None: ...
 
-    def finish(self) -> None:
-        raise NotImplementedError
+    @abstractmethod
+    def finish(self) -> None: ...
 
 
 class TensorBoard(Tracker):
@@ -180,9 +186,6 @@ class Trackio(Tracker):
     name, label, module = "trackio", "trackio", "trackio"
 
     def __init__(self, run: RunInfo, saved: dict[str, Any] | None) -> None:
-        import contextlib
-        import io
-
         os.environ.setdefault("TRACKIO_DIR", (saved or {}).get("dir") or str(run.folder / "trackio"))
         import trackio
         from trackio.utils import TRACKIO_DIR
@@ -213,10 +216,7 @@ class Trackio(Tracker):
         self.run.log({key: self.trackio.Markdown(text)}, step=step)
 
     def finish(self) -> None:
-        import contextlib
-        import io
-
-        with contextlib.redirect_stdout(io.StringIO()):
+        with contextlib.redirect_stdout(io.StringIO()):  # trackio says it finished
             self.run.finish()
 
 
@@ -342,7 +342,6 @@ class Trackers:
     """The trackers of one run (see the module documentation). Empty, it does nothing."""
 
     trackers: list[Tracker] = field(default_factory=list)
-    folder: Path | None = None
     warn: Callable[[str], None] = print
 
     @classmethod
@@ -355,7 +354,7 @@ class Trackers:
         path = run.folder / STATE_FILE
         saved = json.loads(path.read_text()) if run.resumed and path.is_file() else {}
         check_installed(names)
-        opened = cls(folder=run.folder, warn=say)
+        opened = cls(warn=say)
         for name in names:
             kind = TRACKERS[name]
             try:
@@ -384,12 +383,12 @@ class Trackers:
         their table (``eval/scores``) and the plot (``eval/report``); with several samples per
         start, ``eval/<env id>/pass_at_k`` at step k."""
         environments = report["environments"]
-        kept = ("episodes", "success_rate", "mean_return", "return_stderr", "turns_per_episode",
-                "format_error_rate", "best_of_k_return")
         values: dict[str, float] = {}
         for env in environments:
-            values.update(numbers({k: env[k] for k in kept if k != "best_of_k_return" or env["samples"] > 1},
-                                  f"eval/{env['env_id']}"))
+            scores = {key: env[key] for key in SCORES}
+            if env["samples"] > 1:
+                scores["best_of_k_return"] = env["best_of_k_return"]
+            values.update(numbers(scores, f"eval/{env['env_id']}"))
         self._each("log", values, 0)
         most = max((env["samples"] for env in environments), default=1)
         ks = [str(k) for k in range(1, most + 1)]
@@ -402,7 +401,8 @@ class Trackers:
         if plot is not None:
             self._each("log_image", "eval/report", plot, 0)
         for k in ks if most > 1 else []:  # pass@k against k
-            at_k = {f"eval/{env['env_id']}/pass_at_k": env["pass_at_k"][k] for env in environments if k in env["pass_at_k"]}
+            at_k = {f"eval/{env['env_id']}/pass_at_k": env["pass_at_k"][k]
+                    for env in environments if k in env["pass_at_k"]}
             self._each("log", at_k, int(k))
 
     def log_text(self, key: str, text: str, step: int) -> None:
