@@ -23,6 +23,11 @@ stay with its row until GEM's estimator reads them inside the trainer
 (:mod:`gem_adapters.openrlhf.advantages`). The turns need no carrying: they are the runs of 1s in
 the experience's ``action_mask``. The summed reward still fills OpenRLHF's ``reward`` and
 ``scores`` (logging, dynamic filtering).
+
+**What OpenRLHF logs of GEM.** ``extra_logs`` carry the episode's numbers
+(:meth:`~gem_adapters.common.session.EnvSession.metrics` as ``gem_turns``, ``gem_terminated``,
+``gem_success``, ``gem_format_error``); OpenRLHF keeps them in each experience's ``info`` and logs
+their mean beside its own metrics (console, Weights & Biases, TensorBoard).
 """
 
 from __future__ import annotations
@@ -94,7 +99,7 @@ class Episode:
             label=encode_label(**{**self.label, "turn_rewards": rewards, "stop": stop}),
             reward=total,
             scores=total,
-            extra_logs={"gem_turns": float(len(rewards)), "gem_terminated": float(stop == "terminated")},
+            extra_logs={f"gem_{key}": value for key, value in self.session.metrics().items()},
         )
         return result
 

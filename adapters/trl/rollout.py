@@ -21,8 +21,9 @@ TRL gets ``prompt_ids`` (the first observation through the chat template), ``com
 (every turn's answer and the environment's text between), ``env_mask`` (1 on the model's tokens;
 TRL multiplies its loss mask by it), ``logprobs`` (vLLM's, 0 on environment tokens; None under
 transformers), and per episode ``gem_turn_rewards``, ``gem_turn_spans`` (each turn's [start, end)
-in the completion), ``gem_stop`` and ``gem_success`` (won, as ``gem train`` counts it), which reach the reward functions and
-:mod:`~gem_adapters.trl.advantages`.
+in the completion), ``gem_stop``, ``gem_success`` (won, as ``gem train`` counts it) and
+``gem_format_error`` (the last turn was one), which reach the reward functions,
+:mod:`~gem_adapters.trl.advantages` and the trainer's log.
 """
 
 from __future__ import annotations
@@ -36,7 +37,6 @@ from gem_adapters.common.chat import ChatFormat
 from gem_adapters.common.options import EpisodeOptions
 from gem_adapters.common.session import STOP_REASONS as SESSION_STOPS
 from gem_adapters.common.session import EnvSession
-from gem_core.episodes import last_turn_success
 from gem_core.errors import GemError
 
 #: Why an episode stopped (``gem_stop``): the session's reasons, or the episode's token budget.
@@ -55,7 +55,6 @@ class PlayedEpisode:
     logprobs: list[float] = field(default_factory=list)
     turn_spans: list[tuple[int, int]] = field(default_factory=list)
     stop: str | None = None
-    success: bool = False  # won, as `gem train` counts it (gem_core.episodes.last_turn_success)
 
     @property
     def context(self) -> list[int]:
@@ -104,7 +103,8 @@ class EpisodeRollout:
             "gem_turn_rewards": [list(e.session.rewards) for e in episodes],
             "gem_turn_spans": [list(e.turn_spans) for e in episodes],
             "gem_stop": [e.stop for e in episodes],
-            "gem_success": [e.success for e in episodes],
+            "gem_success": [e.session.success for e in episodes],
+            "gem_format_error": [bool(e.session.metrics()["format_error"]) for e in episodes],
         }
 
     def chat_format(self, tokenizer: Any) -> ChatFormat:
@@ -142,7 +142,6 @@ class EpisodeRollout:
                 episode.add(answer, model=True, logprobs=None if logprobs is None else logprobs[index])
             outcomes = asyncio.run(_step_all([(e.session, chat.answer_content(a)) for e, a in zip(running, answers)]))
             for episode, answer, outcome in zip(running, answers, outcomes):
-                episode.success = last_turn_success(outcome.info, outcome.reward)
                 if outcome.done:
                     episode.stop = outcome.stop
                     continue

@@ -21,6 +21,14 @@ The output's ``response_mask`` is 1 on the model's tokens and 0 on what the envi
 chat template inserted; ``rm_scores`` holds each turn's reward on that turn's last model token,
 which is where GEM's estimators inside verl (``algorithm.adv_estimator=rebn``) read per-turn
 rewards from. Needs verl's v1 trainer (``trainer.use_v1=true``, verl's default).
+
+What verl's loggers (``trainer.logger``) get: each step verl logs the episodes' turns
+(``num_turns/*``: verl counts messages, two per turn), their returns (``critic/score/*``) and the
+estimator's advantages (``critic/advantages/*``) itself. The episode's numbers
+(:meth:`~gem_adapters.common.session.EnvSession.metrics`: ``turns``, ``terminated``, ``success``,
+``format_error``) ride in ``extra_fields["reward_extra_info"]``, which verl logs for validation
+(``val-aux/<data source>/<name>/...``) and writes with each step's dumped rollouts
+(``trainer.rollout_data_dir``); its v1 training step logs a fixed set, with no way in for them.
 """
 
 from __future__ import annotations
@@ -150,7 +158,7 @@ class GemAgentLoop(AgentLoopBase):
         extra.update({
             "turn_scores": rewards,
             "gem_stop": stop,
-            "reward_extra_info": {"turns": float(len(rewards)), "terminated": float(stop == "terminated")},
+            "reward_extra_info": session.metrics(),  # turns, terminated, success, format_error
         })
         return GemAgentLoopOutput(
             prompt_ids=tokens[:split],

@@ -241,6 +241,9 @@ def test_max_tokens_per_turn_caps_each_generation(written_run, chat_tokenizer):
     assert all(call["sampling_params"]["max_tokens"] == 5 for call in server.calls)
     assert all(len(ids) == 5 for ids in server.generated)
     assert output.extra_fields["turn_scores"] == [-0.1]  # the answer was cut before its \boxed{}
+    # what verl gets for its loggers: a lost episode that ended on a format error
+    assert output.extra_fields["reward_extra_info"] == {"turns": 1.0, "terminated": 1.0, "success": 0.0,
+                                                        "format_error": 1.0}
 
 
 def test_logprobs_follow_the_model_tokens(run_config, chat_tokenizer):
@@ -259,8 +262,8 @@ def test_server_fields_and_metrics_are_kept(run_config, chat_tokenizer):
     assert output.extra_fields["max_global_steps"] == 3 + len(server.calls)
     assert output.metrics.num_preempted == 0
     assert output.metrics.generate_sequences >= 0.0
-    info = output.extra_fields["reward_extra_info"]
-    assert info == {"turns": float(len(server.calls)), "terminated": 1.0}
+    info = output.extra_fields["reward_extra_info"]  # the episode for verl's loggers: binary search wins
+    assert info == {"turns": float(len(server.calls)), "terminated": 1.0, "success": 1.0, "format_error": 0.0}
 
 
 def test_wrappers_from_the_config_are_applied(written_run, chat_tokenizer, monkeypatch):
