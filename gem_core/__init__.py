@@ -31,7 +31,7 @@ from gem_core.registry import (
     register,
     spec,
 )
-from gem_core.spec import EnvSpec
+from gem_core.envspec import EnvSpec
 from gem_core import plugins as _plugins  # noqa: E402,F401,I001 - installs plugin discovery (gem_core.registry)
 
 __version__ = "0.2.0"  # the release CHANGELOG.md describes first

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
     import numpy as np
 
-    from gem_core.spec import EnvSpec
+    from gem_core.envspec import EnvSpec
 
 ResetResult = tuple[str, dict[str, Any]]
 StepResult = tuple[str, float, bool, bool, dict[str, Any]]

@@ -89,3 +89,24 @@ def test_plugins_still_load_on_the_first_lookup_only():
         print("ok")
     """)
     assert result.stdout.strip() == "ok", result.stderr
+
+
+def test_no_package_hides_a_module_behind_a_name_of_its_own():
+    """``from package import name`` must not give a function where ``package/name.py`` exists."""
+    hidden = []
+    for package, path in ALL.items():
+        if path.name != "__init__.py":
+            continue
+        submodules = {name.rpartition(".")[2] for name in ALL if name.rpartition(".")[0] == package}
+        for node in ast.parse(path.read_text()).body:
+            if isinstance(node, ast.ImportFrom):
+                bound = [(alias.asname or alias.name) for alias in node.names
+                         if f"{node.module}.{alias.name}" not in ALL]
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                bound = [node.name]
+            elif isinstance(node, ast.Assign):
+                bound = [target.id for target in node.targets if isinstance(target, ast.Name)]
+            else:
+                continue
+            hidden += [f"{package}.{name}" for name in bound if name in submodules]
+    assert hidden == []
