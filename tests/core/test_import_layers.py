@@ -72,6 +72,31 @@ def test_no_other_package_has_an_import_cycle_either(package):
         raise AssertionError(f"import cycle in {package}: {' -> '.join(e.args[1])}") from None
 
 
+#: Packs built on other packs, and on which; an import from one pack into another that is not
+#: listed here fails. Whatever several packs share lives beside them (gem_envs.data,
+#: gem_envs.question) or in gem_core (the scoring workers), so that math and reasoning-gym's
+#: environments, for one, do not reach into each other.
+BUILT_ON = {
+    "gem_envs.math": {"gem_envs.rg"},  # its generated problems are reasoning-gym datasets
+    "gem_envs.vision": {"gem_envs.math", "gem_envs.rg"},  # their tasks, drawn
+    "gem_envs.wikigame": {"gem_envs.game"},  # a game under the game pack's rules
+}
+
+
+def test_packs_import_only_the_packs_they_are_built_on():
+    packs = {name for name in ALL if name.count(".") == 1 and name.startswith("gem_envs.")
+             and ALL[name].name == "__init__.py"}
+    found: dict[str, set[str]] = {}
+    for module in ALL:
+        pack = ".".join(module.split(".")[:2])
+        for source, _ in imports(module) if pack in packs else ():
+            other = ".".join(source.split(".")[:2])
+            if other in packs and other != pack:
+                found.setdefault(pack, set()).add(other)
+    assert found == BUILT_ON
+    graphlib.TopologicalSorter(BUILT_ON).prepare()  # no two packs built on each other
+
+
 def test_no_module_imports_another_modules_private_name():
     private = sorted(f"{module} imports {source}.{name}" for module in ALL for source, name in imports(module)
                      if name and name.startswith("_") and not name.startswith("__") and source != module)
@@ -110,3 +135,4 @@ def test_no_package_hides_a_module_behind_a_name_of_its_own():
                 continue
             hidden += [f"{package}.{name}" for name in bound if name in submodules]
     assert hidden == []
+
