@@ -5,6 +5,35 @@ episodes and advantage estimators.
 >>> env = gem_core.make("game:GuessTheNumber-v0-easy")
 >>> observation, info = env.reset(seed=0)
 >>> observation, reward, terminated, truncated, info = env.step(r"\\boxed{5}")
+
+The kernel:
+
+* :mod:`~gem_core.core`: :class:`Env`, :class:`Wrapper`, :class:`ResultWrapper`, the layers of a
+  wrapped environment.
+* :mod:`~gem_core.multiagent`: :class:`MultiAgentEnv`, several named agents on one shared state.
+* :mod:`~gem_core.envspec`: :class:`EnvSpec`, how an environment id is described.
+* :mod:`~gem_core.registry`: environment ids, wrappers, tools, estimators and commands; :func:`make`.
+* :mod:`~gem_core.hookspecs`: the hooks a plugin implements; :mod:`~gem_core.plugins` finds and
+  loads plugins; :mod:`~gem_core.defaults` is the core's own plugin.
+* :mod:`~gem_core.wrappers`: the wrappers that ship with GEM, and wrapper chains by name.
+* :mod:`~gem_core.episodes`: episodes, turn by turn; :mod:`~gem_core.rollout` collects them.
+* :mod:`~gem_core.env_checker`: checks an environment against the contract (``gem check``).
+* :mod:`~gem_core.errors`: GEM's exceptions.
+
+What environments share:
+
+* :mod:`~gem_core.vector`: many environments stepped as one batch, in-process or on Ray.
+* :mod:`~gem_core.tools`: tools as wrappers (Python, search, MCP).
+* :mod:`~gem_core.sandbox`: bubblewrap sandboxes for untrusted code, and scoring workers.
+* :mod:`~gem_core.estimators`: advantage estimators (ReBN and those it is compared with).
+* :mod:`~gem_core.rubrics`: rewards of weighted parts, and LLM judges.
+* :mod:`~gem_core.parsing`: defensive parsing of LLM actions.
+* :mod:`~gem_core.images`: images in observations.
+* :mod:`~gem_core.endpoint`: a chat model behind an OpenAI-compatible endpoint.
+* :mod:`~gem_core.atif`: episodes as Harbor trajectories (ATIF).
+* :mod:`~gem_core.cache`: GEM's cache folder.
+* :mod:`~gem_core.remote`: ``gem serve`` and ``remote:`` environments (OpenEnv's HTTP API).
+* :mod:`~gem_core.cli`: the ``gem`` command.
 """
 
 from gem_core.core import Env, ResultWrapper, Wrapper

@@ -5,6 +5,7 @@ and no module imports another module's private name anywhere in the project's pa
 from __future__ import annotations
 
 import ast
+import re
 import graphlib
 from pathlib import Path
 
@@ -136,3 +137,18 @@ def test_no_package_hides_a_module_behind_a_name_of_its_own():
             hidden += [f"{package}.{name}" for name in bound if name in submodules]
     assert hidden == []
 
+
+#: Packages whose docstring names (``:mod:``) every module and subpackage they hold, and nothing else.
+LISTING = ["gem_core", "gem_core.sandbox", "gem_core.tools", "gem_core.vector", "gem_core.estimators",
+           "gem_core.rubrics", "gem_core.wrappers", "gem_envs", "gem_adapters", "gem_adapters.common",
+           *[name for name in ALL if name.count(".") == 1 and name.startswith("gem_envs.")
+             and ALL[name].name == "__init__.py" and name != "gem_envs.remote"]]
+
+
+@pytest.mark.parametrize("package", LISTING)
+def test_package_docstrings_list_what_is_there(package):
+    doc = ast.get_docstring(ast.parse(ALL[package].read_text())) or ""
+    children = {name for name in ALL if name.rpartition(".")[0] == package}
+    named = {f"{package}.{child}" for child in re.findall(rf":mod:`~?{re.escape(package)}\.(\w+)", doc)}
+    assert sorted(children - named) == [], "modules the docstring does not name"
+    assert sorted(named - children) == [], "modules the docstring names that are not there"
