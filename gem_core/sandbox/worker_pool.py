@@ -98,6 +98,8 @@ class _Worker:
         self.jobs = 0
         self.ready = False
         self._sandbox = sandbox  # what the sandbox holds while it runs (a user namespace, run by root)
+        self._closing = threading.Lock()  # the pool may close a busy worker while its caller does too
+        self._closed = False
         self._selector = selectors.DefaultSelector()
         self._selector.register(self.process.stdout, selectors.EVENT_READ)
 
@@ -144,17 +146,20 @@ class _Worker:
         return b"".join(chunks)
 
     def close(self) -> None:
-        """Kill the worker and everything it started, and reap it (again: nothing happens)."""
-        if self.process.returncode is None:  # not reaped: its process group is still its own
+        """Kill the worker and everything it started, and reap it (once; later calls do nothing)."""
+        with self._closing:
+            if self._closed:
+                return
+            self._closed = True
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(self.process.pid, signal.SIGKILL)
-        try:
-            self.process.wait(timeout=10)
-        except subprocess.TimeoutExpired:  # pragma: no cover - SIGKILL is not ignorable
-            logger.warning("scoring worker %d did not exit after SIGKILL", self.process.pid)
-        self._selector.close()
-        self.let_go()
-        self._sandbox.close()
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:  # pragma: no cover - SIGKILL is not ignorable
+                logger.warning("scoring worker %d did not exit after SIGKILL", self.process.pid)
+            self._selector.close()
+            self.let_go()
+            self._sandbox.close()
 
     def let_go(self) -> None:
         """Close this process's ends of the worker's pipes, leaving the worker running."""
