@@ -132,7 +132,7 @@ class WarmPool(Generic[S]):
 
     def forget(self) -> list[S]:
         """In a forked child, where the sandboxes are the parent's: let go of every one without
-        closing it, and return them. The pool is empty and open afterwards."""
+        closing it, and return them. The pool holds none afterwards."""
         sandboxes = [*self._idle, *self._lent]  # no lock: the thread holding it is in the parent
         self._idle, self._lent, self._count = [], set(), 0
         self._returned = threading.Condition()

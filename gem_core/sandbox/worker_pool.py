@@ -98,8 +98,9 @@ class _Worker:
         self.jobs = 0
         self.ready = False
         self._sandbox = sandbox  # what the sandbox holds while it runs (a user namespace, run by root)
-        self._closing = threading.Lock()  # the pool may close a busy worker while its caller does too
-        self._closed = False
+        self.busy = False  # a caller is reading or writing its pipes
+        self._closing = threading.Lock()
+        self._killed = self._released = False
         self._selector = selectors.DefaultSelector()
         self._selector.register(self.process.stdout, selectors.EVENT_READ)
 
@@ -146,20 +147,23 @@ class _Worker:
         return b"".join(chunks)
 
     def close(self) -> None:
-        """Kill the worker and everything it started, and reap it (once; later calls do nothing)."""
+        """Kill the worker and everything it started, reap it, and release its pipes unless a
+        caller is using them (the caller, woken by the end of its output, closes it again).
+        Safe from any thread, any number of times."""
         with self._closing:
-            if self._closed:
-                return
-            self._closed = True
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(self.process.pid, signal.SIGKILL)
+            if not self._killed:
+                self._killed = True
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(self.process.pid, signal.SIGKILL)
             try:
                 self.process.wait(timeout=10)
             except subprocess.TimeoutExpired:  # pragma: no cover - SIGKILL is not ignorable
                 logger.warning("scoring worker %d did not exit after SIGKILL", self.process.pid)
-            self._selector.close()
-            self.let_go()
-            self._sandbox.close()
+            if not self.busy and not self._released:
+                self._released = True
+                self._selector.close()
+                self.let_go()
+                self._sandbox.close()
 
     def let_go(self) -> None:
         """Close this process's ends of the worker's pipes, leaving the worker running."""
@@ -199,12 +203,14 @@ class WorkerPool:
         worker = workers.borrow()
         healthy = False
         try:
+            worker.busy = True
             outcome, healthy = self._run(worker, request, time_limit, setup is not None)
             return outcome
         finally:
+            worker.busy = False
             if not healthy:
                 worker.close()
-            workers.give_back(worker)
+            workers.give_back(worker)  # a worker closed meanwhile is closed again, and released
 
     async def acall(self, function: str, *args: Any, time_limit: float,
                     setup: tuple[str, tuple[Any, ...]] | None = None) -> Outcome:

@@ -158,6 +158,20 @@ def test_close_kills_every_worker(pool):
     assert all(wait_until_gone(pid, timeout=2) for pid in pids)
 
 
+def test_close_kills_busy_workers_too_and_their_callers_get_an_outcome(pool):
+    pool.call("add", 1, 1, time_limit=5)
+    (busy,) = pool.worker_pids
+    outcomes = []
+    caller = threading.Thread(target=lambda: outcomes.append(pool.call("sleep", 30, time_limit=60)))
+    caller.start()
+    time.sleep(0.5)  # the call is running
+    pool.close()
+    caller.join(timeout=15)
+    assert not caller.is_alive() and not outcomes[0].ok
+    assert wait_until_gone(busy, timeout=2) and pool.worker_pids == []
+    assert pool.call("add", 2, 2, time_limit=5).value == 4  # a fresh worker
+
+
 @pytest.mark.parametrize("function", ["sleep", "stubborn_sleep"])
 def test_a_worker_exits_when_its_caller_dies(function):
     code = textwrap.dedent(f"""
