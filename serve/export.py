@@ -27,8 +27,8 @@ RESOURCES = {"cpu": 1.0, "memory_mb": 2048, "disk_mb": 4096, "episode_timeout_s"
 def export(env_id: str, directory: str | Path) -> list[Path]:
     """Write the package of ``env_id`` into ``directory`` (new or empty); the files written."""
     from gem_core.registry import spec
-    from gem_core.remote import actions
-    from gem_core.remote.server import make_servable
+    from gem_core.tools import actions
+    from gem_serve.server import make_servable
 
     target = Path(directory)
     if target.exists() and (not target.is_dir() or any(target.iterdir())):
@@ -187,7 +187,7 @@ GEM_SERVE_TOKEN, when set, is the token every request but /health must carry.
 import argparse
 import os
 
-from gem_core.remote.server import create_app
+from gem_serve.server import create_app
 
 ENV_ID = {env_id!r}
 
