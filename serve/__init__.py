@@ -9,7 +9,8 @@ imports it.
 * :mod:`gem_serve.sessions`: a session's environment and episode.
 * :mod:`gem_serve.mcp_endpoint`: MCP on ``/mcp``, whose tools are the functions of
   :mod:`gem_core.tools.actions`.
-* :mod:`gem_serve.export`: OpenEnv environment packages (``gem serve --export``).
+* :mod:`gem_serve.export`: OpenEnv environment packages (``gem serve --export``), written from
+  the templates in ``gem_serve/templates``.
 * :mod:`gem_serve.env`: ``remote:<url>`` environments, played on a server that speaks OpenEnv's
   protocol (``gem serve`` or any OpenEnv environment server).
 * :mod:`gem_serve.protocol`: the WebSocket messages both sides exchange.
