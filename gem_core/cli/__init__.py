@@ -24,7 +24,7 @@ BUILTIN_COMMANDS: dict[str, tuple[str, str]] = {
 
 
 class LazyGroup(click.Group):
-    """A group whose subcommands are imported on use: the built-in ones and one per adapter."""
+    """A group whose subcommands are imported on use: the built-in ones and those plugins register."""
 
     def _table(self) -> dict[str, tuple[str, str]]:
         from gem_core.registry import COMMANDS
