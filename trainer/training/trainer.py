@@ -6,7 +6,7 @@ One step:
    conversation so far through the tokenizer's chat template (``concat_chat``); each response
    the model samples is one action (response-level actions);
 2. turn per-turn rewards into per-turn advantages with the estimator (ReBN by default);
-3. take one optimiser step on the token-level REINFORCE loss (:mod:`gem_trainer.loss`),
+3. take one optimiser step on the token-level REINFORCE loss (:mod:`gem_trainer.training.loss`),
    accumulating gradients over micro-batches of episodes packed end to end into rows;
 4. log metrics, and save a checkpoint when due.
 
@@ -26,10 +26,10 @@ from typing import Any
 from gem_core.errors import GemError
 
 from gem_core.multiagent import split_by_agent
-from gem_trainer import checkpoint as ckpt
+from gem_trainer.training import checkpoint as ckpt
 from gem_trainer.config import ConfigError, TrainConfig, save_config, validate, vector_mode
-from gem_trainer.loss import micro_batches, pack, reinforce_loss
-from gem_trainer.memory import check_training_memory, micro_batch_tokens
+from gem_trainer.training.loss import micro_batches, pack, reinforce_loss
+from gem_trainer.training.memory import check_training_memory, micro_batch_tokens
 from gem_trainer.metrics import MetricsLog, episode_stats, percent, plot_learning_curve
 from gem_trainer.model_calls import takes_explicit_mask
 from gem_trainer.models import (
@@ -44,9 +44,9 @@ from gem_trainer.models import (
     resolve_model,
     sampling_model,
 )
-from gem_trainer.rollout import group_ids, slot_env_ids, step_seeds, training_samples
+from gem_trainer.training.rollout import group_ids, slot_env_ids, step_seeds, training_samples
 from gem_trainer.runtime import prefer_passive_openmp
-from gem_trainer.sampling import LocalPolicy, SamplingSettings
+from gem_trainer.decoding.sampling import LocalPolicy, SamplingSettings
 
 METRICS_FILE = "metrics.jsonl"
 PLOT_FILE = "learning_curve.png"

@@ -1,6 +1,6 @@
 """``gem view``: one static HTML page showing the episodes of an evaluation or training run.
 
-The page (the template ``view.html`` with the run's data embedded as JSON) shows every episode's
+The page (the template ``page.html`` with the run's data embedded as JSON) shows every episode's
 turns: what was new in each observation (the whole prompt one click away), the action, the reward,
 and in a training run each turn's advantage, computed again with the run's estimator and gamma
 from the rewards of its step (estimators are deterministic). Filters select an environment, an
@@ -27,11 +27,12 @@ from gem_core.episodes import Episode, load_episodes
 from gem_core.errors import GemError
 from gem_core.images import IMAGE
 
-from gem_trainer import eval_folder
+from gem_trainer.evaluation import folder as eval_folder
 from gem_trainer.metrics import episode_success, percent
-from gem_trainer.scores import by_env, summarise
+from gem_trainer.evaluation.scores import by_env, summarise
 
-PAGE_FILE = "view.html"
+PAGE_FILE = "view.html"  # what is written into the run folder
+TEMPLATE = "page.html"  # the page, beside this module
 
 
 def write_view(run_dir: Path, output: Path | None = None) -> Path:
@@ -44,7 +45,7 @@ def write_view(run_dir: Path, output: Path | None = None) -> Path:
     else:
         raise GemError(f"{str(run_dir)!r} is neither a `gem eval` folder (no {eval_folder.EPISODES_FILE}) nor a "
                        "`gem train` run folder (no config.yaml and episodes/).")
-    template = resources.files("gem_trainer").joinpath(PAGE_FILE).read_text(encoding="utf-8")
+    template = resources.files(__package__).joinpath(TEMPLATE).read_text(encoding="utf-8")
     # no "<" in the script element: an action that writes "</script>" or "<!--" stays text
     embedded = json.dumps(data, ensure_ascii=False, allow_nan=False, default=repr).replace("<", "\\u003c")
     page = output or run_dir / PAGE_FILE
@@ -165,7 +166,7 @@ def _advantages(episodes: list[Episode], config: dict[str, Any], notes: list[str
     from gem_core import get_estimator
     from gem_core.multiagent import split_by_agent
 
-    from gem_trainer.rollout import group_ids
+    from gem_trainer.training.rollout import group_ids
 
     split = [split_by_agent(episode) for episode in episodes]
     parts = [part for seats in split for part in seats]

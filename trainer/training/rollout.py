@@ -13,7 +13,7 @@ from typing import Any
 
 from gem_core.episodes import Episode
 
-from gem_trainer.loss import Sample
+from gem_trainer.training.loss import Sample
 
 
 def slot_env_ids(env_ids: Sequence[str], episodes: int, group_size: int) -> list[str]:
