@@ -14,8 +14,8 @@ from typing import Any
 import numpy as np
 
 from gem_trainer.decoding.cached_decoder import CachedDecoder
-from gem_trainer.model_calls import cache_options, recording_cache
 from gem_trainer.decoding.prefix_cache import CachedPrefix
+from gem_trainer.model_calls import cache_options, recording_cache
 
 
 class DynamicCacheDecoder(CachedDecoder):

@@ -11,10 +11,10 @@ import torch
 
 from gem_core import GemError, UnknownEnvError, UnknownNameError
 from gem_core.episodes import load_episodes
-from gem_trainer.training.checkpoint import CHECKPOINT, MODEL, load_trainer_state
 from gem_trainer.config import ConfigError, build_config
-from gem_trainer.training.memory import MemoryBudgetError
 from gem_trainer.models import ModelError
+from gem_trainer.training.checkpoint import CHECKPOINT, MODEL, load_trainer_state
+from gem_trainer.training.memory import MemoryBudgetError
 from gem_trainer.training.trainer import EPISODES_DIR, Trainer
 from tests.local.envs import ENV_ID, register_once
 

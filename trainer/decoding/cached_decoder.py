@@ -46,8 +46,8 @@ from typing import Any
 
 import numpy as np
 
-from gem_trainer.model_calls import buffer_cache, cache_options, explicit_mask, takes_explicit_mask
 from gem_trainer.decoding.prefix_cache import CachedPrefix, PrefixCache, common_prefix_length
+from gem_trainer.model_calls import buffer_cache, cache_options, explicit_mask, takes_explicit_mask
 
 #: Padded new tokens read per forward pass in phase 2.
 PREFILL_TOKENS = 2048

@@ -42,11 +42,11 @@ from gem_core.episodes import Episode
 from gem_core.errors import GemError, option_of, require_at_least_one
 from gem_core.images import openai_message
 
-from gem_trainer.evaluation import folder as eval_folder
 from gem_trainer.config import vector_mode
+from gem_trainer.evaluation import folder as eval_folder
 from gem_trainer.evaluation.folder import EPISODES_FILE, PLOT_FILE, REPORT_FILE, Planned
-from gem_trainer.metrics import percent, save_figure
 from gem_trainer.evaluation.scores import EnvReport, summarise
+from gem_trainer.metrics import percent, save_figure
 
 #: What `gem eval` plays when neither the caller nor a checkpoint says otherwise.
 DEFAULTS: dict[str, Any] = {
