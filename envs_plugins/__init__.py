@@ -11,7 +11,6 @@ entry-point group, exactly as a third-party pack is.
 * :mod:`~gem_envs.vision`: visual tasks.
 * :mod:`~gem_envs.webshop`: WebShop, shopping in a simulated store.
 * :mod:`~gem_envs.wikigame`: reaching a Wikipedia article by following links.
-* :mod:`~gem_envs.remote`: environments served over OpenEnv's protocol.
 
 What several packs share, as any pack may use it:
 

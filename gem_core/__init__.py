@@ -1,5 +1,5 @@
-"""GEM core: the environment API, registry, plugin hooks, wrappers, vector environments, tools,
-episodes and advantage estimators.
+"""GEM core: the environment API, registry, plugin hooks, wrappers, episodes and checker, and
+what every environment shares.
 
 >>> import gem_core
 >>> env = gem_core.make("game:GuessTheNumber-v0-easy")
@@ -32,8 +32,7 @@ What environments share:
 * :mod:`~gem_core.endpoint`: a chat model behind an OpenAI-compatible endpoint.
 * :mod:`~gem_core.atif`: episodes as Harbor trajectories (ATIF).
 * :mod:`~gem_core.cache`: GEM's cache folder.
-* :mod:`~gem_core.remote`: ``gem serve`` and ``remote:`` environments (OpenEnv's HTTP API).
-* :mod:`~gem_core.cli`: the ``gem`` command.
+* :mod:`~gem_core.cli`: the ``gem`` command, to which plugins add theirs.
 """
 
 from gem_core.core import Env, ResultWrapper, Wrapper

@@ -16,6 +16,9 @@ Registered tool names (``gem_core.get_tool``): ``python`` (:class:`PythonTool`),
 * :mod:`~gem_core.tools.search_tool`: the search tool; :mod:`~gem_core.tools.retrieval` its local
   BM25 index and retrieval client, :mod:`~gem_core.tools.search_server` a local retrieval server.
 * :mod:`~gem_core.tools.mcp_tool`: the tools of Model Context Protocol servers.
+* :mod:`~gem_core.tools.actions`: the functions an agent calls to play an environment (``step``
+  and those of its tool wrappers) and the action text each call is: ``gem serve``'s MCP tools and
+  TRL's factory path call environments through them.
 """
 
 from gem_core.tools.base import Tool, ToolCall, ToolConfigError, ToolOutput

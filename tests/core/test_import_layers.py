@@ -1,19 +1,21 @@
 """The code reads bottom-up: no import cycle inside gem_core or any other of the project's
 packages, counting every import (at module level, inside a function, or for type checkers only),
-and no module imports another module's private name anywhere in the project's packages."""
+no module imports another module's private name anywhere in the project's packages, and the
+serving wing (gem_serve) is a plugin that nothing below it imports."""
 
 from __future__ import annotations
 
 import ast
-import re
 import graphlib
+import re
 from pathlib import Path
 
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 #: Folder -> import name of the project's packages (pyproject's package-dir).
-PACKAGES = {"gem_core": "gem_core", "envs_plugins": "gem_envs", "adapters": "gem_adapters", "trainer": "gem_trainer"}
+PACKAGES = {"gem_core": "gem_core", "envs_plugins": "gem_envs", "adapters": "gem_adapters", "trainer": "gem_trainer",
+            "serve": "gem_serve"}
 
 
 def modules(folder: str) -> dict[str, Path]:
@@ -104,6 +106,25 @@ def test_no_module_imports_another_modules_private_name():
     assert private == []
 
 
+@pytest.mark.parametrize("package", ["gem_core", "gem_envs", "gem_adapters"])
+def test_the_core_the_packs_and_the_adapters_never_import_the_serving_wing(package):
+    inside = [name for name in ALL if name.split(".")[0] == package]
+    found = sorted(f"{module} imports {source}" for module in inside for source, _ in imports(module)
+                   if source.split(".")[0] == "gem_serve")
+    assert found == []
+
+
+def test_the_serving_wing_lists_its_modules_and_the_core_no_longer_serves():
+    import gem_core
+    import gem_serve
+
+    wing = sorted(name for name in ALL if name.startswith("gem_serve."))
+    assert wing, "no module found in serve/"
+    assert [name for name in wing if f":mod:`{name}`" not in gem_serve.__doc__] == []
+    assert "remote" not in gem_core.__doc__  # which lists what gem_core holds (test_package_docstrings_...)
+    assert not (REPO / "gem_core" / "remote").exists()
+
+
 def test_plugins_still_load_on_the_first_lookup_only():
     from tests.helpers import run_python
 
@@ -142,7 +163,7 @@ def test_no_package_hides_a_module_behind_a_name_of_its_own():
 LISTING = ["gem_core", "gem_core.sandbox", "gem_core.tools", "gem_core.vector", "gem_core.estimators",
            "gem_core.rubrics", "gem_core.wrappers", "gem_envs", "gem_adapters", "gem_adapters.common",
            *[name for name in ALL if name.count(".") == 1 and name.startswith("gem_envs.")
-             and ALL[name].name == "__init__.py" and name != "gem_envs.remote"]]
+             and ALL[name].name == "__init__.py"]]
 
 
 @pytest.mark.parametrize("package", LISTING)
