@@ -13,7 +13,7 @@ import time
 import pytest
 
 from gem_core.sandbox.worker_pool import Outcome, WorkerPool, WorkerStartError
-from tests.helpers import REPO
+from tests.helpers import REPO, LoopTicks
 
 MODULE = "tests.tools.worker_functions"
 
@@ -131,19 +131,10 @@ def test_async_calls_do_not_block_the_event_loop(pool):
     pool.call("add", 0, 0, time_limit=5)
 
     async def main():
-        ticks = 0
-
-        async def ticker():
-            nonlocal ticks
-            while True:
-                await asyncio.sleep(0.02)
-                ticks += 1
-
-        task = asyncio.create_task(ticker())
-        outcomes = await asyncio.gather(pool.acall("sleep", 0.5, time_limit=5),
-                                        pool.acall("add", 1, 2, time_limit=5))
-        task.cancel()
-        return outcomes, ticks
+        async with LoopTicks(0.02) as ticks:
+            outcomes = await asyncio.gather(pool.acall("sleep", 0.5, time_limit=5),
+                                            pool.acall("add", 1, 2, time_limit=5))
+        return outcomes, ticks.count
 
     (slept, added), ticks = asyncio.run(main())
     assert slept.value == 0.5 and added.value == 3
