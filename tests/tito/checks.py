@@ -182,21 +182,23 @@ def _text(script: Script, ids: Sequence[int]) -> str:
 
 
 def _not_sampled(sequence: Trained, number: int, start: int, end: int, script: Script) -> str:
-    """What went wrong with run ``number`` of ``sequence``, next to the closest sampling call."""
-    ids = tuple(sequence.ids)
-
-    def shared(call: Call) -> int:
-        sent = call.prompt + call.output
-        return next((i for i, (a, b) in enumerate(zip(sent, ids)) if a != b), min(len(sent), len(ids)))
-
+    """What went wrong with run ``number`` of ``sequence``, next to the sampling call it should be."""
+    ids, run = tuple(sequence.ids), tuple(sequence.ids[start:end])
+    message = (f"game {sequence.seed}: trained run {number} {_text(script, run)!r} (tokens {start}-{end}) is not "
+               "an output of the sampler in the context it was sampled in")
     candidates = [c for c in script.calls if c.seed == sequence.seed]
-    message = (f"game {sequence.seed}: trained run {number} {_text(script, ids[start:end])!r} (tokens {start}-{end}) "
-               "is not an output of the sampler in the context it was sampled in")
+    same = [c for c in candidates if c.prompt == ids[:start]]
+    if same:
+        call = same[0]
+        return (message + f"; in this very context the sampler (round {call.turn}, {call.kind}) returned ids "
+                f"{list(call.output)} {_text(script, call.output)!r}, and the sequence trains ids {list(run)}")
     if not candidates:
         return message + "; the sampler never saw this game"
+
+    def shared(call: Call) -> int:
+        return next((i for i, (a, b) in enumerate(zip(call.prompt, ids)) if a != b), min(len(call.prompt), start))
+
     call = max(candidates, key=shared)
     at = shared(call)
-    sent = call.prompt + call.output
-    return (message + f"; the closest call (round {call.turn}, {call.kind}) was sent {len(call.prompt)} ids and "
-            f"returned {_text(script, call.output)!r}; the sequence departs from it at token {at}: trained "
-            f"{_text(script, ids[at:at + 12])!r}, sampled {_text(script, sent[at:at + 12])!r}")
+    return (message + f"; no call was sent its context: the closest (round {call.turn}, {call.kind}) departs from "
+            f"it at token {at}: trained {_text(script, ids[at:at + 12])!r}, sent {_text(script, call.prompt[at:at + 12])!r}")

@@ -29,7 +29,9 @@ def echo_env():
 
 
 @pytest.mark.parametrize("template", template_params())
-def test_the_agent_trains_the_sampled_ids_in_their_context(tmp_path, smollm2_tokenizer, echo_env, template, caplog):
+def test_the_agent_trains_the_sampled_ids_in_their_context(tmp_path, smollm2_tokenizer, echo_env, template, caplog,
+                                                           monkeypatch):
+    monkeypatch.setattr("gem_adapters.common.chat._WARNED", set(), raising=False)  # each test warns afresh
     from openrlhf.trainer.ppo_utils.samples_generator import SamplesGenerator
     from openrlhf.trainer.ray.vllm_engine import _load_agent_executor
 

@@ -30,7 +30,8 @@ def echo_env():
 
 @pytest.mark.parametrize("template", template_params())
 def test_the_environment_file_trains_the_sampled_ids_in_their_context(tmp_path, rl2_rollout, smollm2_tokenizer,
-                                                                      echo_env, template, caplog):
+                                                                      echo_env, template, caplog, monkeypatch):
+    monkeypatch.setattr("gem_adapters.common.chat._WARNED", set(), raising=False)  # each test warns afresh
     tokenizer = with_template(smollm2_tokenizer, template)
     tokenizer.save_pretrained(tmp_path / "model")  # the environment file loads it as RL2's actor.model_name
     script = Script(tokenizer, template.end_of_turn, template.other_stop, template.mid_special)
@@ -42,8 +43,10 @@ def test_the_environment_file_trains_the_sampled_ids_in_their_context(tmp_path, 
         return await asyncio.gather(*(rollout.rollout({"extra_info": {"env_id": echo_env, "seed": seed}}, True)
                                       for seed in SEEDS))
 
+    loop = asyncio.new_event_loop()
+    asyncio.set_event_loop(loop)  # as on RL2's rank 0, whose Rollout.__call__ takes asyncio.get_event_loop()
     with caplog.at_level(logging.WARNING, logger="gem_adapters"):
-        outputs = asyncio.run(play())
+        outputs = loop.run_until_complete(play())
     trained = []
     for seed, (tensor_dicts, _metrics) in zip(SEEDS, outputs):
         for tensors in tensor_dicts:  # RL2's sequences: states = ids[:-1], actions and masks = ids[1:]

@@ -25,7 +25,8 @@ def echo_env():
 
 @pytest.mark.parametrize("template", template_params())
 def test_the_rollout_trains_the_sampled_ids_in_their_context(make_trainer, smollm2_tokenizer, echo_env, template,
-                                                             caplog):
+                                                             caplog, monkeypatch):
+    monkeypatch.setattr("gem_adapters.common.chat._WARNED", set(), raising=False)  # each test warns afresh
     from gem_adapters.trl.rollout import EpisodeRollout, episode_starts
 
     train_rows = rows(echo_env, SEEDS)

@@ -30,7 +30,8 @@ def echo_env():
 @pytest.mark.parametrize("model_type", ["llama", "qwen3"])
 @pytest.mark.parametrize("template", template_params())
 def test_the_agent_loop_trains_the_sampled_ids_in_their_context(written_run, smollm2_tokenizer, echo_env, template,
-                                                                model_type, caplog):
+                                                                model_type, caplog, monkeypatch):
+    monkeypatch.setattr("gem_adapters.common.chat._WARNED", set(), raising=False)  # each test warns afresh
     tokenizer = with_template(smollm2_tokenizer, template)
     script = Script(tokenizer, template.end_of_turn, template.other_stop, template.mid_special)
     config = compose_config(written_run.config, ["data.max_response_length=4096"])
