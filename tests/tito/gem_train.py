@@ -1,7 +1,7 @@
 """``gem train``'s path, for the suite: the local trainer's policy (LocalPolicy, its sampling
 scripted) playing the echo environment in a vector environment with the ``concat_chat`` wrapper,
 and the episodes turned into training samples by ``training_samples``, as ``gem train``'s step
-does (gem_trainer.trainer)."""
+does (gem_trainer.training.trainer)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from tests.tito.script import Script
 def play(model: Any, tokenizer: Any, script: Script, seeds: Sequence[int]) -> tuple[list[Trained], dict[int, list[Any]]]:
     """Play one episode per seed; returns the trained sequences (each turn's advantage given as
     its reward, so that check 7 follows them) and the samples of each episode."""
-    from gem_trainer.rollout import training_samples
+    from gem_trainer.training.rollout import training_samples
     from tests.local.test_rollout import ScriptedPolicy
 
     policy = ScriptedPolicy(model, tokenizer, script=script, max_prompt_tokens=8192)
