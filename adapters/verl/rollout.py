@@ -129,6 +129,9 @@ class GemAgentLoop(AgentLoopBase):
                 break
             tokens, mask = tokens + generated, mask + [1] * len(generated)
             if logprobs is not None:
+                if output.log_probs is None or len(output.log_probs) != len(generated):
+                    raise GemError("The model server returned no log-probability for each generated token, "
+                                   "though the rollout asked for them.")
                 logprobs += list(output.log_probs)
             num_messages += 1
             with simple_timer("tool_calls", timing):
