@@ -201,4 +201,5 @@ def _not_sampled(sequence: Trained, number: int, start: int, end: int, script: S
     call = max(candidates, key=shared)
     at = shared(call)
     return (message + f"; no call was sent its context: the closest (round {call.turn}, {call.kind}) departs from "
-            f"it at token {at}: trained {_text(script, ids[at:at + 12])!r}, sent {_text(script, call.prompt[at:at + 12])!r}")
+            f"it at token {at}: trained {_text(script, ids[at:at + 12])!r}, "
+            f"sent {_text(script, call.prompt[at:at + 12])!r}")

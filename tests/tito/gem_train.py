@@ -14,7 +14,8 @@ from tests.tito.checks import Trained, runs
 from tests.tito.script import Script
 
 
-def play(model: Any, tokenizer: Any, script: Script, seeds: Sequence[int]) -> tuple[list[Trained], dict[int, list[Any]]]:
+def play(model: Any, tokenizer: Any, script: Script,
+         seeds: Sequence[int]) -> tuple[list[Trained], dict[int, list[Any]]]:
     """Play one episode per seed; returns the trained sequences (each turn's advantage given as
     its reward, so that check 7 follows them) and the samples of each episode."""
     from gem_trainer.training.rollout import training_samples
@@ -38,7 +39,7 @@ def play(model: Any, tokenizer: Any, script: Script, seeds: Sequence[int]) -> tu
     return trained, per_episode
 
 
-def assert_new_sample_exactly_where_the_render_changes(script, per_episode):
+def assert_new_sample_exactly_where_the_render_changes(script: Script, per_episode: dict[int, list[Any]]) -> None:
     """Consecutive turns share a sample exactly when the later prompt extends the earlier prompt
     and answer (check 5 for gem train: a history-rewriting template starts a new sample)."""
     by_seed = {}

@@ -55,6 +55,7 @@ def test_gem_train_trains_the_sampled_ids_in_their_context(tiny_model_dir, smoll
 
     tokenizer = with_template(smollm2_tokenizer, template)
     script = Script(tokenizer, template.end_of_turn, template.other_stop, template.mid_special)
-    trained, per_episode = gem_train.play(AutoModelForCausalLM.from_pretrained(tiny_model_dir), tokenizer, script, SEEDS)
+    model = AutoModelForCausalLM.from_pretrained(tiny_model_dir)
+    trained, per_episode = gem_train.play(model, tokenizer, script, SEEDS)
     checks.assert_faithful(trained, script, render=full_render(tokenizer), every_prompt_rendered=True)
     gem_train.assert_new_sample_exactly_where_the_render_changes(script, per_episode)
