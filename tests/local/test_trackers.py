@@ -266,7 +266,7 @@ def test_unknown_names_and_missing_packages_fail_before_anything_runs(tiny_model
     with pytest.raises(MissingDependencyError, match=r"pip install 'gem-adapters\[mlflow\]'"):
         build_config({"report_to": "tensorboard,mlflow"})
 
-    from gem_trainer.evaluate import EvalSettings, run_evaluation
+    from gem_trainer.evaluation.evaluate import EvalSettings, run_evaluation
 
     with pytest.raises(MissingDependencyError, match=r"gem-adapters\[mlflow\]"):
         run_evaluation(EvalSettings(envs=[GTN], model=str(tiny_model_dir), report_to="mlflow",
@@ -286,7 +286,7 @@ def test_a_tracker_that_fails_mid_run_is_reported_once_and_the_run_goes_on(tiny_
     from rich.console import Console
     from torch.utils.tensorboard import SummaryWriter
 
-    from gem_trainer.trainer import Trainer
+    from gem_trainer.training.trainer import Trainer
 
     register_once()
     writes = []
