@@ -24,6 +24,7 @@ import contextlib
 import importlib.util
 import io
 import json
+import logging
 import math
 import os
 import time
@@ -217,7 +218,7 @@ class Trackio(Tracker):
 
     def finish(self) -> None:
         with contextlib.redirect_stdout(io.StringIO()):  # trackio says it finished
-            self.run.finish()
+            self.trackio.finish()  # the current run, ours: trackio forgets it (else it finishes it again at exit)
 
 
 class MLflow(Tracker):
@@ -228,7 +229,6 @@ class MLflow(Tracker):
     name, label, module = "mlflow", "MLflow", "mlflow"
 
     def __init__(self, run: RunInfo, saved: dict[str, Any] | None) -> None:
-        from mlflow.entities import Param
         from mlflow.tracking import MlflowClient
 
         folder = (run.folder / "mlflow").resolve()
@@ -236,7 +236,13 @@ class MLflow(Tracker):
         self.uri = (saved or {}).get("tracking_uri") or os.environ.get("MLFLOW_TRACKING_URI") or default_uri
         if self.uri == default_uri:
             folder.mkdir(parents=True, exist_ok=True)
-        self.client = MlflowClient(tracking_uri=self.uri)
+        with _mlflow_starting():
+            self.client = MlflowClient(tracking_uri=self.uri)
+            self._start(run, saved, folder, default_uri)
+
+    def _start(self, run: RunInfo, saved: dict[str, Any] | None, folder: Path, default_uri: str) -> None:
+        from mlflow.entities import Param
+
         if saved:
             self.run_id = saved["run_id"]
             self.client.update_run(self.run_id, status="RUNNING")
@@ -275,6 +281,24 @@ class MLflow(Tracker):
 
     def finish(self) -> None:
         self.client.set_terminated(self.run_id)
+
+
+@contextlib.contextmanager
+def _mlflow_starting() -> Any:
+    """While an MLflow run starts: a server that does not answer fails in seconds rather than after
+    MLflow's seven retries (where ``MLFLOW_HTTP_REQUEST_MAX_RETRIES`` is unset), and a new store
+    makes its tables without saying so."""
+    quiet = logging.getLogger("mlflow.store.db.utils")
+    level, quiet.level = quiet.level, logging.WARNING
+    unset = "MLFLOW_HTTP_REQUEST_MAX_RETRIES" not in os.environ
+    if unset:
+        os.environ["MLFLOW_HTTP_REQUEST_MAX_RETRIES"] = "1"
+    try:
+        yield
+    finally:
+        quiet.setLevel(level)
+        if unset:
+            os.environ.pop("MLFLOW_HTTP_REQUEST_MAX_RETRIES", None)
 
 
 TRACKERS: dict[str, type[Tracker]] = {t.name: t for t in (TensorBoard, WandB, Trackio, MLflow)}

@@ -314,6 +314,21 @@ def test_a_tracker_that_fails_mid_run_is_reported_once_and_the_run_goes_on(tiny_
     assert scalars["train/mean_return"] == {1: pytest.approx(result.records[0]["mean_return"], **CLOSE)}
 
 
+def test_a_tracker_that_cannot_start_stops_the_run_before_its_first_episode(tiny_model_dir, tmp_path, monkeypatch):
+    from gem_trainer.training.trainer import Trainer
+    from tests.helpers import free_port
+
+    register_once()
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"http://127.0.0.1:{free_port()}")  # a server that is gone
+    config = build_config({"model": str(tiny_model_dir), "envs": [ENV_ID], "steps": 1, "episodes_per_step": 2,
+                           "max_new_tokens": 4, "device": "cpu", "lora": False, "threads": 1,
+                           "output_dir": str(tmp_path / "run"), "report_to": "mlflow"})
+    with pytest.raises(GemError, match="MLflow could not start its run .*Connection refused.*leave mlflow out"):
+        Trainer(config, progress=False).run()
+    assert not list((tmp_path / "run" / "episodes").iterdir())  # no episode was played
+    assert "MLFLOW_HTTP_REQUEST_MAX_RETRIES" not in os.environ  # set only while the run started
+
+
 def test_wandb_goes_online_only_with_an_api_key(tmp_path, monkeypatch):
     for name in ("WANDB_API_KEY", "WANDB_BASE_URL"):
         monkeypatch.delenv(name, raising=False)
