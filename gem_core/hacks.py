@@ -73,7 +73,8 @@ class Attack:
 @dataclass(frozen=True)
 class HackResult:
     """One attack on one seat of one episode: its return, the best return of its controls
-    (``baseline``), and the actions it played; ``error`` when it could not be played."""
+    (``baseline``), the actions it played and the last ``info`` it got; ``error`` when it could not
+    be played."""
 
     exploit: str
     attack: str
@@ -116,14 +117,15 @@ def probe(env: str | Callable[[], BaseEnv], *, seeds: Sequence[int] = DEFAULT_SE
     if turns < 1:
         raise GemError(f"turns must be at least 1, not {turns}.")
     names = EXPLOITS.names() if exploits is None else list(exploits)
-    makers = [(name, EXPLOITS.get(name)) for name in names]
+    for name in names:
+        EXPLOITS.component(name)  # an unknown name is an error here, naming the known ones
     instance = env()
     if not isinstance(instance, BaseEnv):
         raise GemError(f"The environment to probe is a {type(instance).__name__}, not a gem_core.Env.")
     results: list[HackResult] = []
     try:
         for seed in seeds:
-            results.extend(_Episode(instance, seed, turns).probe(makers))
+            results.extend(_Episode(instance, seed, turns).probe(names))
     finally:
         instance.close()
     return results
@@ -140,12 +142,14 @@ class _Episode:
         self.played: dict[tuple[tuple[str, ...], str | None], tuple[float, dict]] = {}
         self.shown: tuple[tuple[str, ...], ...] = ()  # answers the prompt shows, each a control
 
-    def probe(self, makers: list[tuple[str, Callable[[Context], Iterable[Attack]]]]) -> list[HackResult]:
+    def probe(self, exploits: list[str]) -> list[HackResult]:
+        from gem_core.registry import EXPLOITS
+
         context = self.context()
         results = []
-        for exploit, make_attacks in makers:
+        for exploit in exploits:
             try:
-                attacks = list(make_attacks(context) or ())
+                attacks = list(EXPLOITS.get(exploit)(context) or ())
             except Exception as e:
                 results.append(HackResult(exploit, "(making its attacks)", self.seed, 0.0, 0.0, (),
                                           error=_raised(e)))

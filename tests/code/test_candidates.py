@@ -5,9 +5,14 @@ and honest solutions pass as before (every canonical solution: tests/code/test_h
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 
 import gem_core
+from gem_core.hacks import probe
+from gem_envs.code.env import HumanEvalEnv
 from gem_envs.code.exploits import programs
 from gem_envs.code.runner import run_tests
 from gem_envs.code.testcases import CodeProblem, assert_tests
@@ -107,3 +112,27 @@ def test_the_test_never_sees_what_the_program_did_to_its_process():
                "def f(x):\n    return abs(-1) + 0.5")
     report = run_tests(problem(check), program)
     assert [o.status for o in report.outcomes] == ["failed", "passed"], report  # 7.5 is no zero; abs is abs
+
+
+class OriginalHarness(HumanEvalEnv):
+    """HumanEval graded as its original harness grades it: the prompt, the program and ``check``
+    in one process, passed when it exits with status 0."""
+
+    def step(self, action):
+        problem, program = self._begin(action)
+        if program is None:
+            return self._format_error(problem)
+        record = self.rows[self.index]
+        source = f"{record['prompt']}\n{program}\n\n{record['test']}\ncheck({record['entry_point']})\n"
+        done = subprocess.run([sys.executable, "-c", source], capture_output=True, timeout=30)
+        reward = float(done.returncode == 0)
+        return "", reward, True, False, {"correct": reward == 1.0}
+
+
+def test_the_probe_finds_the_hole_on_the_original_harness_and_none_here():
+    def earned(env_class):
+        return {r.attack for r in probe(env_class, seeds=(0, 1), exploits=["code"]) if r.earned}
+
+    assert earned(OriginalHarness) >= {"code: return an object equal to everything", "code: exit early with status 0",
+                                       "code: return a str that equals everything", "code: raise SystemExit(0)"}
+    assert earned(HumanEvalEnv) == set()
