@@ -11,10 +11,9 @@ viewers read it. :func:`to_atif` writes any :class:`~gem_core.episodes.Episode` 
   info in ``extra``.
 
 Observations are recorded as the agent saw them, so a history wrapper's rendering repeats the
-episode so far: what each turn added is recovered, from a JSON list of chat messages (what
-``gem eval`` sends an endpoint) as the messages after the agent's, and from text that extends
-the previous rendering as the text it adds (the action left out). Episodes record no times, so
-steps carry no ``timestamp``.
+episode so far: each step's observation is what its turn added
+(:func:`~gem_core.episodes.turn_addition`). Episodes record no times, so steps carry no
+``timestamp``.
 """
 
 from __future__ import annotations
@@ -25,7 +24,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from gem_core.episodes import Episode
+from gem_core.episodes import Episode, chat_messages, message_text, turn_addition
 
 SCHEMA_VERSION = "ATIF-v1.4"
 
@@ -68,45 +67,18 @@ def write_trajectory(episode: Episode, path: str | os.PathLike[str], **options: 
 
 
 def _opening_steps(observation: str) -> list[dict[str, Any]]:
-    messages = _messages(observation)
+    messages = chat_messages(observation)
     if messages is None:
         return [{"step_id": 1, "source": "user", "message": observation}]
     steps = [{"step_id": i + 1, "source": "system" if m.get("role") == "system" else "user",
-              "message": _text(m.get("content"))} for i, m in enumerate(messages)]
+              "message": message_text(m.get("content"))} for i, m in enumerate(messages)]
     return steps or [{"step_id": 1, "source": "user", "message": ""}]
 
 
 def _added(before: str, action: str, after: str) -> str:
-    """What the environment showed after ``action``: the new part of a history rendering."""
-    old, new = _messages(before), _messages(after)
-    if old is not None and new is not None and new[:len(old)] == old:
-        return "\n".join(_text(m.get("content")) for m in new[len(old):] if m.get("role") != "assistant")
-    if before and after.startswith(before):
-        rest = after[len(before):]
-        trimmed = rest.lstrip()
-        return (trimmed[len(action):] if action and trimmed.startswith(action) else rest).strip("\n")
-    return after
-
-
-def _messages(text: str) -> list[dict[str, Any]] | None:
-    """``text`` as a list of chat messages, or None when it is not one."""
-    if not text.startswith("[{"):
-        return None
-    try:
-        value = json.loads(text)
-    except ValueError:
-        return None
-    if isinstance(value, list) and all(isinstance(m, dict) and "role" in m and "content" in m for m in value):
-        return value
-    return None
-
-
-def _text(content: Any) -> str:
-    """A message's content as text (the text parts of a multi-part content)."""
-    if isinstance(content, list):
-        return "\n".join(part.get("text", "") for part in content
-                         if isinstance(part, dict) and part.get("type") == "text")
-    return "" if content is None else str(content)
+    """What the environment showed after ``action``, as text."""
+    added = turn_addition(before, action, after)
+    return added if isinstance(added, str) else "\n".join(message_text(m.get("content")) for m in added)
 
 
 def _plain(value: dict[str, Any]) -> dict[str, Any]:

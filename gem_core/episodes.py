@@ -3,7 +3,8 @@
 An :class:`Episode` is what flows from vector environments to advantage estimators and adapters.
 Each :class:`Turn` holds the observation the agent answered, its action, and what the environment
 returned for it; the observation that followed the last action is kept as
-``Episode.final_observation``.
+``Episode.final_observation``. :func:`turn_addition` reads back what each turn added to the
+conversation, for whoever shows or exports episodes.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from gem_core.errors import GemError
+from gem_core.images import IMAGE
 
 
 @dataclass
@@ -134,3 +136,45 @@ def load_episodes(path: str | os.PathLike[str]) -> list[Episode]:
     if not Path(path).exists():
         raise GemError(f"No episode file at {path}")
     return list(iter_episodes(path))
+
+
+def turn_addition(before: str, action: str, after: str) -> str | list[dict[str, Any]]:
+    """What the environment added to the conversation after ``action``, from the observation the
+    action answered (``before``; empty for none) and the one that followed (``after``).
+
+    Observations are recorded as the agent saw them, so a history wrapper's rendering repeats the
+    conversation so far. When ``after`` is a list of chat messages (:func:`chat_messages`) that
+    extends ``before``'s, the messages it adds come back, the agent's own left out; when it is text
+    that extends ``before``, the text it adds, without the action that opens it; else ``after``
+    as it is.
+    """
+    old, new = (chat_messages(before) if before else []), chat_messages(after)
+    if old is not None and new is not None and new[:len(old)] == old:
+        return [m for m in new[len(old):] if m.get("role") != "assistant"]
+    if before and after.startswith(before):
+        rest = after[len(before):]
+        trimmed = rest.lstrip()
+        return (trimmed[len(action):] if action and trimmed.startswith(action) else rest).strip("\n")
+    return after
+
+
+def chat_messages(observation: str) -> list[dict[str, Any]] | None:
+    """``observation`` as the chat messages it holds, when it is a JSON list of them (what ``gem
+    eval`` sends an endpoint), else None."""
+    if not observation.startswith("[{"):
+        return None
+    try:
+        value = json.loads(observation)
+    except ValueError:
+        return None
+    if isinstance(value, list) and all(isinstance(m, dict) and "role" in m and "content" in m for m in value):
+        return value
+    return None
+
+
+def message_text(content: Any) -> str:
+    """A chat message's content as text: text parts as they are, an image part as :data:`IMAGE`."""
+    if isinstance(content, list):
+        return "".join(part.get("text", "") if part.get("type") == "text" else IMAGE
+                       for part in content if isinstance(part, dict))
+    return "" if content is None else str(content)

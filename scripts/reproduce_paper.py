@@ -157,7 +157,7 @@ def run_experiments(args: argparse.Namespace) -> dict[str, Any]:
     import torch
 
     from gem_trainer.config import build_config
-    from gem_trainer.trainer import Trainer
+    from gem_trainer.training.trainer import Trainer
 
     preset_name = args.preset or ("gpu" if torch.cuda.is_available() else "cpu")
     preset = dict(PRESETS[preset_name])

@@ -14,8 +14,8 @@ import click
 from gem_core.errors import GemError
 
 from gem_trainer.config import FULL_LR, LORA_LR, TrainConfig
-from gem_trainer.evaluate import DEFAULTS as _EVAL  # the help of gem eval quotes them
-from gem_trainer.memory import CPU_MICRO_BATCH_TOKENS
+from gem_trainer.evaluation.evaluate import DEFAULTS as _EVAL  # the help of gem eval quotes them
+from gem_trainer.training.memory import CPU_MICRO_BATCH_TOKENS
 
 # flag name -> config key, for flags whose name differs from the key
 _RENAMED = {"env": "envs", "lr": "learning_rate"}
@@ -97,7 +97,7 @@ def train(config_file: str | None, resume: str | None, progress: bool, **flags: 
     config = train_config(config_file, resume, flags)
 
     from gem_core.cli.output import console
-    from gem_trainer.trainer import Trainer
+    from gem_trainer.training.trainer import Trainer
 
     out = console()
     result = Trainer(config, resume=Path(resume) if resume else None, progress=progress, console=out).run()
@@ -158,7 +158,7 @@ def learned_commands(run_dir: Path, checkpoint: Path, config: Any, episodes: int
     import shlex
 
     from gem_core.errors import option_of
-    from gem_trainer.checkpoint import ACTING_SETTINGS
+    from gem_trainer.training.checkpoint import ACTING_SETTINGS
 
     trained, base = run_dir / "eval", run_dir / "eval-start"
     flags = []
@@ -260,7 +260,7 @@ def eval_command(ctx: click.Context, envs: tuple[str, ...], env_args: tuple[str,
         if given or env_args or resume:
             raise click.UsageError(f"`gem eval {ctx.invoked_subcommand}` takes its own options, after its name.")
         return
-    from gem_trainer.evaluate import EvalSettings, run_evaluation
+    from gem_trainer.evaluation.evaluate import EvalSettings, run_evaluation
     from gem_trainer.runtime import prefer_passive_openmp
 
     prefer_passive_openmp()
@@ -290,7 +290,7 @@ def compare_command(baseline: str, candidate: str, resamples: int, confidence: f
     interval holds 0). Prints a table; writes compare.json and compare.png.
     """
     from gem_core.cli.output import console
-    from gem_trainer.compare import compare_evaluations
+    from gem_trainer.evaluation.compare import compare_evaluations
 
     compare_evaluations(Path(baseline), Path(candidate), resamples=resamples, confidence=confidence,
                         output_dir=Path(output_dir) if output_dir else None, console=console())
@@ -311,7 +311,7 @@ def view(run_dir: str, output: str | None, open_page: bool) -> None:
     import webbrowser
 
     from gem_core.cli.output import console
-    from gem_trainer.view import write_view
+    from gem_trainer.viewing.page import write_view
 
     page = write_view(Path(run_dir), Path(output) if output else None)
     console().print(f"Page: {page}")

@@ -38,7 +38,7 @@ class TrainConfig:
     group_size: int = 1  # episodes per start state (seed); >= 2 for group estimators
     learning_rate: float | None = None  # None: LORA_LR with LoRA, FULL_LR when training every weight
     micro_batch_tokens: int | None = None  # padded tokens per forward/backward pass (gradients accumulate);
-    # None: 2048 on a CPU, sized from the free memory on a GPU (gem_trainer.memory.micro_batch_tokens)
+    # None: 2048 on a CPU, sized from the free memory on a GPU (gem_trainer.training.memory.micro_batch_tokens)
     max_grad_norm: float = 1.0
     weight_decay: float = 0.0
     max_new_tokens: int = 16  # enough for the default game's "\boxed{7}"; raise it for others

@@ -1,7 +1,7 @@
 """The decoder `gem train` sampled with before its key/value buffer of fixed shape, kept to measure
 the new one against (``bench/workloads/gpu_rollout.py``) and to check that both give the same tokens.
 
-It is :class:`gem_trainer.decoding.CachedDecoder` with that decoder's batch: a transformers
+It is :class:`gem_trainer.decoding.cached_decoder.CachedDecoder` with that decoder's batch: a transformers
 ``DynamicCache`` that every decoding step grows by concatenation (a copy of every layer's keys and
 values per token), the attention mask grown with it, and ``torch.multinomial`` to sample. It always
 decodes on the host, reading every token back.
@@ -13,9 +13,9 @@ from typing import Any
 
 import numpy as np
 
-from gem_trainer.decoding import CachedDecoder
+from gem_trainer.decoding.cached_decoder import CachedDecoder
+from gem_trainer.decoding.prefix_cache import CachedPrefix
 from gem_trainer.model_calls import cache_options, recording_cache
-from gem_trainer.prefix_cache import CachedPrefix
 
 
 class DynamicCacheDecoder(CachedDecoder):

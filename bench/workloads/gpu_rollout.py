@@ -138,7 +138,7 @@ def bare(model_name: str, sampler: str, episodes: int) -> dict[str, Any]:
     import torch
 
     from gem_trainer.models import load_model, load_tokenizer, resolve_dtype, resolve_model
-    from gem_trainer.prefix_cache import PrefixCache
+    from gem_trainer.decoding.prefix_cache import PrefixCache
 
     folder = resolve_model(model_name)
     tokenizer = load_tokenizer(folder)
@@ -220,7 +220,7 @@ def decoder_class(sampler: str) -> type:
         from _dynamic_cache_decoder import DynamicCacheDecoder
 
         return DynamicCacheDecoder
-    from gem_trainer.decoding import CachedDecoder
+    from gem_trainer.decoding.cached_decoder import CachedDecoder
 
     return CachedDecoder
 
@@ -233,7 +233,7 @@ def decoder_options(sampler: str) -> dict[str, Any]:
 
 def train(model_name: str, sampler: str, episodes: int, steps: int) -> dict[str, Any]:
     """``steps`` steps of the default `gem train` run, sampling with ``sampler``."""
-    from gem_trainer import trainer as trainer_module
+    from gem_trainer.training import trainer as trainer_module
     from gem_trainer.config import build_config
 
     with tempfile.TemporaryDirectory(prefix="gpu-rollout-") as folder:
@@ -256,7 +256,7 @@ def train(model_name: str, sampler: str, episodes: int, steps: int) -> dict[str,
 def policy_class(sampler: str) -> type:
     """`gem train`'s policy with its decoder swapped for ``sampler``'s (no decoder: transformers'
     generate)."""
-    from gem_trainer.sampling import LocalPolicy
+    from gem_trainer.decoding.sampling import LocalPolicy
 
     class BenchPolicy(LocalPolicy):
         def set_model(self, model: Any) -> None:

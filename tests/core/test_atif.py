@@ -7,7 +7,7 @@ import json
 import gem_core
 from gem_core.atif import SCHEMA_VERSION, to_atif, write_trajectory
 from gem_core.episodes import Episode, Turn
-from gem_trainer.evaluate import MessagesTemplate
+from gem_trainer.evaluation.evaluate import MessagesTemplate
 
 AGENT_ONLY = {"model_name", "reasoning_effort", "reasoning_content", "tool_calls", "metrics"}
 

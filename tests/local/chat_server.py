@@ -29,7 +29,7 @@ class ChatServer(StubChatServer):
         self._generating = threading.Lock()  # one generation at a time
 
     def complete(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
-        from gem_trainer.sampling import LocalPolicy, SamplingSettings
+        from gem_trainer.decoding.sampling import LocalPolicy, SamplingSettings
 
         if body.get("model") != self.model:
             return 404, {"error": {"message": f"model {body.get('model')!r} not found"}}

@@ -11,8 +11,8 @@ import pytest
 
 from gem_core import GemError
 from gem_core.episodes import Episode, Turn
-from gem_trainer.compare import compare_evaluations
-from gem_trainer.eval_folder import append_episode
+from gem_trainer.evaluation.compare import compare_evaluations
+from gem_trainer.evaluation.folder import append_episode
 from tests.helpers import REPO, gem_command
 
 FIXTURE = REPO / "tests" / "fixtures" / "eval-run"

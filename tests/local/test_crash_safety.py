@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from gem_trainer.checkpoint import load_trainer_state
-from gem_trainer.trainer import EPISODES_DIR, Trainer
+from gem_trainer.training.checkpoint import load_trainer_state
+from gem_trainer.training.trainer import EPISODES_DIR, Trainer
 from tests.helpers import run_python
 from tests.local.envs import register_once
 from tests.local.test_trainer import config
@@ -24,7 +24,7 @@ KILLED_RUN = """
 import os, signal, sys, json, pathlib, shutil
 import torch
 import gem_core
-import gem_trainer.trainer as trainer
+import gem_trainer.training.trainer as trainer
 from gem_trainer.config import build_config
 from tests.local.envs import register_once
 

@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 import torch
 
-from gem_trainer import decoding
-from gem_trainer.decoding import CachedDecoder, supports_cached_decoding
-from gem_trainer.prefix_cache import CachedPrefix, PrefixCache, common_prefix_length
-from gem_trainer.sampling import LocalPolicy, SamplingSettings
+from gem_trainer.decoding import cached_decoder as decoding
+from gem_trainer.decoding.cached_decoder import CachedDecoder, supports_cached_decoding
+from gem_trainer.decoding.prefix_cache import CachedPrefix, PrefixCache, common_prefix_length
+from gem_trainer.decoding.sampling import LocalPolicy, SamplingSettings
 from tests.helpers import REPO
 
 
@@ -268,7 +268,7 @@ def test_a_captured_shape_is_rounded_up_captured_once_and_refilled(model_and_tok
     """What CUDA graphs change, run on the CPU: the step is captured (here: run for its warm-up,
     which really runs it, before any data is loaded) once per rounded-up shape, then replayed on
     data loaded into the same tensors, with rows past the batch's own decoding padding."""
-    from gem_trainer import cuda_graphs
+    from gem_trainer.decoding import cuda_graphs
 
     model, tokenizer = model_and_tokenizer
     captured = []
@@ -322,7 +322,7 @@ def test_the_device_loop_hands_rows_over_as_they_finish(model_and_tokenizer, mon
 
 
 def test_a_step_that_cannot_be_captured_decodes_uncaptured_and_says_so(model_and_tokenizer, monkeypatch):
-    from gem_trainer import cuda_graphs
+    from gem_trainer.decoding import cuda_graphs
 
     model, tokenizer = model_and_tokenizer
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 
 from gem_trainer.config import FULL_LR, LORA_LR, TrainConfig
-from gem_trainer.memory import CPU_MICRO_BATCH_TOKENS
+from gem_trainer.training.memory import CPU_MICRO_BATCH_TOKENS
 from tests.helpers import REPO, gem_command
 
 #: Flags whose config key is not the flag's name with underscores.

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from gem_core import GemError, UnknownEnvError
-from gem_trainer.evaluate import EndpointError, EvalSettings, MessagesTemplate, run_evaluation
+from gem_trainer.evaluation.evaluate import EndpointError, EvalSettings, MessagesTemplate, run_evaluation
 from tests.helpers import gem_command
 from tests.local.chat_server import ChatServer
 
@@ -99,7 +99,7 @@ def test_eval_scores_a_local_model_folder(tiny_model_dir: Path, tmp_path: Path):
 
 def test_eval_scores_a_lora_checkpoint_of_gem_train(tiny_model_dir: Path, tmp_path: Path):
     from gem_trainer.config import build_config
-    from gem_trainer.trainer import Trainer
+    from gem_trainer.training.trainer import Trainer
 
     run = Trainer(build_config({"model": str(tiny_model_dir), "steps": 1, "episodes_per_step": 2,
                                 "max_new_tokens": 4, "device": "cpu", "output_dir": str(tmp_path / "run")}),
@@ -184,7 +184,7 @@ def test_a_request_past_the_timeout_stops_with_a_clear_error(slow_server: ChatSe
 
 def test_the_report_plot_fits_its_title_and_any_number_of_environments(monkeypatch: pytest.MonkeyPatch,
                                                                         tmp_path: Path):
-    import gem_trainer.evaluate as evaluate
+    import gem_trainer.evaluation.evaluate as evaluate
 
     drawn = []
     monkeypatch.setattr(evaluate, "save_figure", lambda fig, path, title: drawn.append((fig, title)) or path)

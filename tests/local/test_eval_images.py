@@ -10,7 +10,7 @@ import pytest
 
 import gem_core
 from gem_core.images import png_bytes
-from gem_trainer.evaluate import EvalSettings, run_evaluation
+from gem_trainer.evaluation.evaluate import EvalSettings, run_evaluation
 from tests.local.chat_server import ChatServer
 
 pytest.importorskip("PIL")

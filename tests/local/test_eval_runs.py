@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from gem_core import GemError
-from gem_trainer.evaluate import EvalSettings, run_evaluation
+from gem_trainer.evaluation.evaluate import EvalSettings, run_evaluation
 from tests.helpers import gem_command
 from tests.local.chat_server import ChatServer
 
@@ -129,7 +129,7 @@ def test_a_resume_with_other_settings_is_refused_and_a_used_folder_is_not_overwr
 def test_a_gem_train_checkpoint_is_scored_with_the_settings_it_trained_with(tiny_model_dir: Path, tmp_path: Path):
     from gem_trainer.cli import learned_commands
     from gem_trainer.config import build_config
-    from gem_trainer.trainer import Trainer
+    from gem_trainer.training.trainer import Trainer
 
     config = build_config({"model": str(tiny_model_dir), "envs": ["game:GuessTheNumber-v0"], "steps": 1,
                            "episodes_per_step": 2, "max_new_tokens": 5, "temperature": 0.7, "top_p": 0.9,

@@ -8,7 +8,7 @@ import random
 import pytest
 import torch
 
-from gem_trainer.loss import Sample, completion_logprobs, micro_batches, pack, reinforce_loss
+from gem_trainer.training.loss import Sample, completion_logprobs, micro_batches, pack, reinforce_loss
 
 
 def make_samples(n: int, seed: int = 0, vocab: int = 2000) -> list[Sample]:
@@ -194,7 +194,7 @@ def test_an_update_raises_the_likelihood_of_rewarded_responses_and_lowers_the_lo
 
 
 def test_a_shared_opening_and_packed_rows_give_the_loss_and_gradient_of_one_sample_at_a_time(tiny, tiny_model_dir, monkeypatch):
-    from gem_trainer import loss as loss_module
+    from gem_trainer.training import loss as loss_module
     from gem_trainer.models import LoraSettings, load_model
 
     rng = random.Random(4)
@@ -242,7 +242,7 @@ def test_micro_batches_budget_without_the_shared_opening():
 
 
 def test_only_the_models_own_tokens_get_logits_and_a_model_that_scales_them_is_called_whole(tiny):
-    from gem_trainer import loss as loss_module
+    from gem_trainer.training import loss as loss_module
 
     model, _ = tiny
     model.eval()

@@ -11,8 +11,8 @@ import gem_core
 from gem_core.episodes import load_episodes
 from gem_trainer.cli import train_config
 from gem_trainer.config import ConfigError, vector_mode
-from gem_trainer.evaluate import EvalSettings, run_evaluation
-from gem_trainer.trainer import EPISODES_DIR, Trainer
+from gem_trainer.evaluation.evaluate import EvalSettings, run_evaluation
+from gem_trainer.training.trainer import EPISODES_DIR, Trainer
 
 GTN = "game:GuessTheNumber-v0-easy"
 #: The test environment of tests/local registered by "module:Class", which hosts can import.

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import gem_core
-from gem_trainer.rollout import group_ids, slot_env_ids, step_seeds, training_samples
-from gem_trainer.sampling import LocalPolicy, SamplingSettings
+from gem_trainer.decoding.sampling import LocalPolicy, SamplingSettings
+from gem_trainer.training.rollout import group_ids, slot_env_ids, step_seeds, training_samples
 
 
 def test_slots_deal_env_ids_to_groups_and_groups_share_seeds():

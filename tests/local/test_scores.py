@@ -6,8 +6,8 @@ import math
 
 import pytest
 
-from gem_trainer.eval_folder import EPISODES_FILE, read_episodes
-from gem_trainer.scores import pass_at_k, summarise
+from gem_trainer.evaluation.folder import EPISODES_FILE, read_episodes
+from gem_trainer.evaluation.scores import pass_at_k, summarise
 from tests.helpers import REPO
 
 FIXTURE = REPO / "tests" / "fixtures" / "eval-run"

@@ -11,11 +11,11 @@ import torch
 
 from gem_core import GemError, UnknownEnvError, UnknownNameError
 from gem_core.episodes import load_episodes
-from gem_trainer.checkpoint import CHECKPOINT, MODEL, load_trainer_state
 from gem_trainer.config import ConfigError, build_config
-from gem_trainer.memory import MemoryBudgetError
 from gem_trainer.models import ModelError
-from gem_trainer.trainer import EPISODES_DIR, Trainer
+from gem_trainer.training.checkpoint import CHECKPOINT, MODEL, load_trainer_state
+from gem_trainer.training.memory import MemoryBudgetError
+from gem_trainer.training.trainer import EPISODES_DIR, Trainer
 from tests.local.envs import ENV_ID, register_once
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -129,7 +129,7 @@ def test_group_estimator_plays_each_start_state_several_times(tiny_model_dir, tm
 def test_self_play_trains_every_seat_with_its_own_rewards(tiny_model_dir, tmp_path, monkeypatch):
     """One policy plays both seats of a two-player game (simultaneous moves, so both seats move
     whatever the tiny model writes); each seat's moves are trained on that seat's own rewards."""
-    import gem_trainer.trainer as trainer_module
+    import gem_trainer.training.trainer as trainer_module
     from gem_core.multiagent import split_by_agent
 
     seen = []
@@ -222,7 +222,7 @@ def test_the_same_seed_and_settings_give_the_same_metrics(tiny_model_dir, tmp_pa
 def test_micro_batches_are_sized_from_free_gpu_memory_when_not_set(tiny_model_dir, monkeypatch):
     """On a GPU every micro-batch pays thousands of kernel launches: as large as half the free memory
     allows. The free memory is stood in for: this test has no GPU."""
-    from gem_trainer import memory
+    from gem_trainer.training import memory
     from gem_trainer.config import build_config
     from gem_trainer.models import load_model
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from gem_core import GemError
-from gem_trainer.view import write_view
+from gem_trainer.viewing.page import write_view
 from tests.browser import CHROMIUM, HeadlessChromium
 from tests.helpers import REPO, gem_command
 
@@ -30,7 +30,7 @@ def browser():
 @pytest.fixture(scope="module")
 def training_run(tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     from gem_trainer.config import build_config
-    from gem_trainer.trainer import Trainer
+    from gem_trainer.training.trainer import Trainer
     from tests.local.envs import ENV_ID, register_once
 
     register_once()  # LetterShare: rewards that differ, so advantages are not all 0

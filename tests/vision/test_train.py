@@ -49,8 +49,8 @@ def tower(folder_or_model):
 
 def test_gem_train_feeds_the_images_to_a_vision_language_model(tiny_vlm_dir, tmp_path, monkeypatch):
     from gem_trainer.config import build_config
-    from gem_trainer.sampling import LocalPolicy
-    from gem_trainer.trainer import Trainer
+    from gem_trainer.decoding.sampling import LocalPolicy
+    from gem_trainer.training.trainer import Trainer
 
     shown = []
     encode = LocalPolicy.encode
@@ -85,7 +85,7 @@ def test_gem_eval_scores_a_vision_language_model_on_a_visual_task(tiny_vlm_dir, 
 
 def test_a_text_model_on_a_visual_task_is_told_what_is_missing(tmp_path):
     from gem_core import GemError
-    from gem_trainer.sampling import LocalPolicy, SamplingSettings
+    from gem_trainer.decoding.sampling import LocalPolicy, SamplingSettings
 
     policy = LocalPolicy.__new__(LocalPolicy)
     policy.processor, policy.settings = None, SamplingSettings()

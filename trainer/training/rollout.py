@@ -12,8 +12,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from gem_core.episodes import Episode
+from gem_core.multiagent import split_by_agent
 
-from gem_trainer.loss import Sample
+from gem_trainer.training.loss import Sample
 
 
 def slot_env_ids(env_ids: Sequence[str], episodes: int, group_size: int) -> list[str]:
@@ -35,6 +36,20 @@ def group_ids(episodes: Sequence[Episode]) -> list[int]:
     episode) share an id."""
     ids: dict[tuple[str, Any, Any], int] = {}
     return [ids.setdefault((e.env_id, e.seed, e.agent), len(ids)) for e in episodes]
+
+
+def seat_advantages(episodes: Sequence[Episode], estimator: Any, *, gamma: float, group_size: int,
+                    ) -> list[list[tuple[Episode, Any]]]:
+    """Per episode, each seat's part with its per-turn advantages, from ``estimator`` over the
+    whole batch of parts. A self-play episode trains as one part per seat, each move credited with
+    what its seat earned (:func:`~gem_core.multiagent.split_by_agent`); any other episode is its
+    own one part. With ``group_size`` above 1, parts share a group when they share an environment,
+    a seed and a seat (:func:`group_ids`)."""
+    split = [split_by_agent(episode) for episode in episodes]
+    parts = [part for seats in split for part in seats]
+    computed = iter(estimator([p.rewards for p in parts], gamma=gamma,
+                              group_ids=group_ids(parts) if group_size > 1 else None))
+    return [[(part, next(computed)) for part in seats] for seats in split]
 
 
 def training_samples(episodes: Sequence[Episode], advantages: Sequence[Any], policy: Any,

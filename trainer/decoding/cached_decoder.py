@@ -26,7 +26,7 @@ Decoding runs one of two loops (``device_loop``):
   and the host looks only every :data:`CHECK_EVERY` steps whether all rows have finished. On CUDA
   one decoding step (the forward pass, sampling and the step's bookkeeping, some 450 kernels for
   a 30-layer model) is captured once per batch shape as a CUDA graph
-  (:mod:`gem_trainer.cuda_graphs`) and replayed as one launch.
+  (:mod:`gem_trainer.decoding.cuda_graphs`) and replayed as one launch.
 
 Sampling draws the same random numbers as ``torch.multinomial`` does for one sample per row, so
 the host loop gives, seed for seed, the tokens the earlier decoder (a transformers
@@ -46,8 +46,8 @@ from typing import Any
 
 import numpy as np
 
+from gem_trainer.decoding.prefix_cache import CachedPrefix, PrefixCache, common_prefix_length
 from gem_trainer.model_calls import buffer_cache, cache_options, explicit_mask, takes_explicit_mask
-from gem_trainer.prefix_cache import CachedPrefix, PrefixCache, common_prefix_length
 
 #: Padded new tokens read per forward pass in phase 2.
 PREFILL_TOKENS = 2048
@@ -485,7 +485,7 @@ class _DeviceSteps:
         self.done = torch.zeros(batch.rows, dtype=torch.bool, device=device)
         self.run = self._step
         if capture:
-            from gem_trainer.cuda_graphs import capture as capture_graph
+            from gem_trainer.decoding.cuda_graphs import capture as capture_graph
 
             self.run = capture_graph(self._step)
 

@@ -10,9 +10,9 @@ times, whatever slot plays them. Each turn is sampled with a seed of its own, dr
 seed, the environment, the start, the sample and the turn (a local model draws it from a generator
 of its own; an endpoint gets it as the request's ``seed``), so an episode does not depend on what
 else was in its batch. A `gem train` checkpoint is played with the settings it trained with
-(:data:`gem_trainer.checkpoint.ACTING_SETTINGS`) unless told otherwise.
+(:data:`gem_trainer.training.checkpoint.ACTING_SETTINGS`) unless told otherwise.
 
-The folder (:mod:`gem_trainer.eval_folder`) gets the settings first, then each episode as it
+The folder (:mod:`gem_trainer.evaluation.folder`) gets the settings first, then each episode as it
 ends (and, with ``trajectories``, as a Harbor trajectory in ``trajectories/``, see
 :mod:`gem_core.atif`). Progress shows as a bar on a terminal and as plain lines otherwise. Ctrl-C
 or SIGTERM stops the evaluation and writes the report of the episodes that finished
@@ -42,11 +42,11 @@ from gem_core.episodes import Episode
 from gem_core.errors import GemError, option_of, require_at_least_one
 from gem_core.images import openai_message
 
-from gem_trainer import eval_folder
 from gem_trainer.config import vector_mode
-from gem_trainer.eval_folder import EPISODES_FILE, PLOT_FILE, REPORT_FILE, Planned
+from gem_trainer.evaluation import folder as eval_folder
+from gem_trainer.evaluation.folder import EPISODES_FILE, PLOT_FILE, REPORT_FILE, Planned
+from gem_trainer.evaluation.scores import EnvReport, summarise
 from gem_trainer.metrics import percent, save_figure
-from gem_trainer.scores import EnvReport, summarise
 
 #: What `gem eval` plays when neither the caller nor a checkpoint says otherwise.
 DEFAULTS: dict[str, Any] = {
@@ -69,7 +69,7 @@ class EndpointError(GemError):
 class EvalSettings:
     """What ``gem eval`` scores, and how. A field left None takes, in order: the resumed
     evaluation's value (``resume=True``), the checkpoint's training setting (``model`` a `gem
-    train` checkpoint: :data:`~gem_trainer.checkpoint.ACTING_SETTINGS`), :data:`DEFAULTS`."""
+    train` checkpoint: :data:`~gem_trainer.training.checkpoint.ACTING_SETTINGS`), :data:`DEFAULTS`."""
 
     envs: list[str] | None = None
     model: str | None = None  # a local model folder or "smollm2"; with base_url, the served model's name
@@ -131,7 +131,7 @@ def resolve_settings(settings: EvalSettings, *, resume: bool = False) -> tuple[E
                            "with another --output-dir.")
         known = {f.name for f in fields(EvalSettings)}
         return EvalSettings(**{**{k: v for k, v in saved.items() if k in known}, **given}), sources
-    from gem_trainer.checkpoint import trained_with
+    from gem_trainer.training.checkpoint import trained_with
 
     trained = trained_with(Path(settings.model)) if settings.model and settings.base_url is None else {}
     values, sources = {}, {}
@@ -148,7 +148,7 @@ def resolve_settings(settings: EvalSettings, *, resume: bool = False) -> tuple[E
 
 def trained_settings_note(settings: EvalSettings, sources: dict[str, str]) -> str | None:
     """A sentence naming the settings that came from the checkpoint's training run (None when none did)."""
-    from gem_trainer.checkpoint import TRAINED_WITH
+    from gem_trainer.training.checkpoint import TRAINED_WITH
 
     taken = [name for name, source in sources.items() if source == "checkpoint"]
     if not taken:
@@ -472,7 +472,7 @@ def _make_policy(settings: EvalSettings) -> tuple[Any, Any, str]:
     from gem_trainer.models import (is_vision_language, load_model, load_processor, load_tokenizer,
                                     quiet_transformers, resolve_device, resolve_dtype, resolve_model,
                                     sampling_model)
-    from gem_trainer.sampling import LocalPolicy, SamplingSettings
+    from gem_trainer.decoding.sampling import LocalPolicy, SamplingSettings
 
     folder = resolve_model(settings.model)
     quiet_transformers()

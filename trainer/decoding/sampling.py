@@ -5,7 +5,7 @@ tokenizer's chat template, as the ``concat_chat`` wrapper makes them) and return
 responses as text. It keeps the exact token ids it sampled, so training scores the very tokens the
 model produced rather than a re-tokenisation of their text.
 
-Text prompts are sampled by :class:`~gem_trainer.decoding.CachedDecoder`, which keeps
+Text prompts are sampled by :class:`~gem_trainer.decoding.cached_decoder.CachedDecoder`, which keeps
 the keys and values of what the model has read: the next turn of an episode reads only its new
 observation, and a prefix many prompts share is read once. The cache is emptied whenever the
 weights change (:meth:`LocalPolicy.set_model`). On CUDA the decoder keeps the sampled tokens on
@@ -61,7 +61,7 @@ class LocalPolicy:
 
     def __init__(self, model: Any, tokenizer: Any, settings: SamplingSettings, *, record: bool = True,
                  processor: Any = None):
-        from gem_trainer.prefix_cache import PrefixCache
+        from gem_trainer.decoding.prefix_cache import PrefixCache
 
         self.tokenizer = tokenizer
         self.processor = processor  # a vision-language model's (images to model inputs)
@@ -81,7 +81,7 @@ class LocalPolicy:
         values cached for the old weights are dropped). The same model object with its weights
         changed in place keeps its decoder, whose captured CUDA graphs read the weights where
         they are."""
-        from gem_trainer.decoding import CachedDecoder, supports_cached_decoding
+        from gem_trainer.decoding.cached_decoder import CachedDecoder, supports_cached_decoding
 
         self.prefix_cache.clear()
         if model is self.model and self.decoder is not None:

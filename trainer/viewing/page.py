@@ -1,6 +1,6 @@
 """``gem view``: one static HTML page showing the episodes of an evaluation or training run.
 
-The page (the template ``view.html`` with the run's data embedded as JSON) shows every episode's
+The page (the template ``page.html`` with the run's data embedded as JSON) shows every episode's
 turns: what was new in each observation (the whole prompt one click away), the action, the reward,
 and in a training run each turn's advantage, computed again with the run's estimator and gamma
 from the rewards of its step (estimators are deterministic). Filters select an environment, an
@@ -23,15 +23,16 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from gem_core.episodes import Episode, load_episodes
+from gem_core.episodes import Episode, load_episodes, message_text, turn_addition
 from gem_core.errors import GemError
 from gem_core.images import IMAGE
 
-from gem_trainer import eval_folder
+from gem_trainer.evaluation import folder as eval_folder
+from gem_trainer.evaluation.scores import by_env, summarise
 from gem_trainer.metrics import episode_success, percent
-from gem_trainer.scores import by_env, summarise
 
-PAGE_FILE = "view.html"
+PAGE_FILE = "view.html"  # what is written into the run folder
+TEMPLATE = "page.html"  # the page, beside this module
 
 
 def write_view(run_dir: Path, output: Path | None = None) -> Path:
@@ -44,7 +45,7 @@ def write_view(run_dir: Path, output: Path | None = None) -> Path:
     else:
         raise GemError(f"{str(run_dir)!r} is neither a `gem eval` folder (no {eval_folder.EPISODES_FILE}) nor a "
                        "`gem train` run folder (no config.yaml and episodes/).")
-    template = resources.files("gem_trainer").joinpath(PAGE_FILE).read_text(encoding="utf-8")
+    template = resources.files(__package__).joinpath(TEMPLATE).read_text(encoding="utf-8")
     # no "<" in the script element: an action that writes "</script>" or "<!--" stays text
     embedded = json.dumps(data, ensure_ascii=False, allow_nan=False, default=repr).replace("<", "\\u003c")
     page = output or run_dir / PAGE_FILE
@@ -126,33 +127,11 @@ def _episode(episode: Episode, images: list[list[str]] | None, *, advantages: Se
 
 
 def _new_part(previous: str, action: str, observation: str) -> str:
-    """What ``observation`` adds to the conversation: the messages after the last answer when it
-    is a JSON message list (an endpoint's), else the text after the previous prompt and answer."""
-    messages = _messages(observation)
-    if messages is not None:
-        before = _messages(previous) or []
-        new = messages[len(before) + 1:] if before else messages
-        return "\n\n".join(f"[{m.get('role')}] {_text(m.get('content'))}" for m in new)
-    keep = _common_prefix(previous, observation)
-    new = observation[keep:]
-    at = new.find(action) if action else -1
-    return new[at + len(action):] if at != -1 else new
-
-
-def _messages(observation: str) -> list[dict[str, Any]] | None:
-    if not observation.startswith("[{"):
-        return None
-    try:
-        messages = json.loads(observation)
-    except json.JSONDecodeError:
-        return None
-    return messages if isinstance(messages, list) and all(isinstance(m, dict) for m in messages) else None
-
-
-def _text(content: Any) -> str:
-    if isinstance(content, list):  # content parts: text, and images as their placeholder
-        return "".join(part.get("text", "") if part.get("type") == "text" else IMAGE for part in content)
-    return str(content)
+    """What ``observation`` adds to the conversation (:func:`~gem_core.episodes.turn_addition`);
+    messages are shown with their role."""
+    added = turn_addition(previous, action, observation)
+    return added if isinstance(added, str) else \
+        "\n\n".join(f"[{m.get('role')}] {message_text(m.get('content'))}" for m in added)
 
 
 def _common_prefix(a: str, b: str) -> int:
@@ -163,25 +142,21 @@ def _advantages(episodes: list[Episode], config: dict[str, Any], notes: list[str
     """Each turn's advantage, as the run's estimator computed it from the step's rewards (a
     self-play episode's turns each get their seat's)."""
     from gem_core import get_estimator
-    from gem_core.multiagent import split_by_agent
 
-    from gem_trainer.rollout import group_ids
+    from gem_trainer.training.rollout import seat_advantages
 
-    split = [split_by_agent(episode) for episode in episodes]
-    parts = [part for seats in split for part in seats]
     try:
-        estimator = get_estimator(config.get("estimator", "rebn"))
-        grouped = group_ids(parts) if config.get("group_size", 1) > 1 else None
-        computed = iter(estimator([p.rewards for p in parts], gamma=config.get("gamma", 0.9), group_ids=grouped))
+        by_episode = seat_advantages(episodes, get_estimator(config.get("estimator", "rebn")),
+                                     gamma=config.get("gamma", 0.9), group_size=config.get("group_size", 1))
     except GemError as e:
         notes.append(f"No advantages shown: {e}")
         return [None] * len(episodes)
     rows: list[list[float] | None] = []
-    for episode, seats in zip(episodes, split):
-        if seats == [episode]:
-            rows.append([float(a) for a in next(computed)])
+    for episode, seats in zip(episodes, by_episode):
+        if seats[0][0] is episode:
+            rows.append([float(a) for a in seats[0][1]])
         else:
-            by_seat = {seat.agent: iter(next(computed)) for seat in seats}
+            by_seat = {part.agent: iter(advantages) for part, advantages in seats}
             rows.append([float(next(by_seat[turn.info["agent"]])) for turn in episode.turns])
     return rows
 

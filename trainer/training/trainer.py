@@ -6,7 +6,7 @@ One step:
    conversation so far through the tokenizer's chat template (``concat_chat``); each response
    the model samples is one action (response-level actions);
 2. turn per-turn rewards into per-turn advantages with the estimator (ReBN by default);
-3. take one optimiser step on the token-level REINFORCE loss (:mod:`gem_trainer.loss`),
+3. take one optimiser step on the token-level REINFORCE loss (:mod:`gem_trainer.training.loss`),
    accumulating gradients over micro-batches of episodes packed end to end into rows;
 4. log metrics, and save a checkpoint when due.
 
@@ -25,13 +25,12 @@ from typing import Any
 
 from gem_core.errors import GemError
 
-from gem_core.multiagent import split_by_agent
-from gem_trainer import checkpoint as ckpt
 from gem_trainer.config import ConfigError, TrainConfig, save_config, validate, vector_mode
-from gem_trainer.loss import micro_batches, pack, reinforce_loss
-from gem_trainer.memory import check_training_memory, micro_batch_tokens
 from gem_trainer.metrics import MetricsLog, episode_stats, percent, plot_learning_curve
 from gem_trainer.model_calls import takes_explicit_mask
+from gem_trainer.training import checkpoint as ckpt
+from gem_trainer.training.loss import micro_batches, pack, reinforce_loss
+from gem_trainer.training.memory import check_training_memory, micro_batch_tokens
 from gem_trainer.models import (
     LoraSettings,
     load_model,
@@ -44,9 +43,9 @@ from gem_trainer.models import (
     resolve_model,
     sampling_model,
 )
-from gem_trainer.rollout import group_ids, slot_env_ids, step_seeds, training_samples
+from gem_trainer.decoding.sampling import LocalPolicy, SamplingSettings
 from gem_trainer.runtime import prefer_passive_openmp
-from gem_trainer.sampling import LocalPolicy, SamplingSettings
+from gem_trainer.training.rollout import seat_advantages, slot_env_ids, step_seeds, training_samples
 
 METRICS_FILE = "metrics.jsonl"
 PLOT_FILE = "learning_curve.png"
@@ -243,11 +242,9 @@ class Trainer:
         save_episodes(episodes, writing)
         os.replace(writing, episodes_file)  # a kill never leaves a half-written episode file
 
-        # a self-play episode trains as one episode per seat, each move credited with what its seat earned
-        seats = [part for episode in episodes for part in split_by_agent(episode)]
-        advantages = self.estimator([e.rewards for e in seats], gamma=c.gamma,
-                                    group_ids=group_ids(seats) if c.group_size > 1 else None)
-        samples, trained, skipped = training_samples(seats, advantages, self.policy)
+        parts = [part for seats in seat_advantages(episodes, self.estimator, gamma=c.gamma, group_size=c.group_size)
+                 for part in seats]
+        samples, trained, skipped = training_samples([p for p, _ in parts], [a for _, a in parts], self.policy)
         total_tokens = sum(s.num_model_tokens for s in samples)
 
         train_started = time.perf_counter()

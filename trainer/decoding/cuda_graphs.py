@@ -3,11 +3,11 @@
 A decoding step of a small model is a few hundred short kernels; launched one by one from Python
 they cost far more than the GPU spends on them. Captured once as a CUDA graph, the whole step
 replays as one launch. What a captured step reads and writes must live in tensors allocated
-before the capture (their addresses are baked into the graph); :class:`~gem_trainer.decoding._Batch`
+before the capture (their addresses are baked into the graph); :class:`~gem_trainer.decoding.cached_decoder._Batch`
 and ``_DeviceSteps`` keep everything a step touches in such tensors, and refilling them is how a
 graph is given new data. Random draws on the default CUDA generator advance at every replay.
 
-This module runs on CUDA only; :mod:`gem_trainer.decoding` runs the same step uncaptured
+This module runs on CUDA only; :mod:`gem_trainer.decoding.cached_decoder` runs the same step uncaptured
 everywhere else.
 """
 

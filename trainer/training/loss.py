@@ -26,8 +26,8 @@ from typing import Any
 
 import numpy as np
 
+from gem_trainer.decoding.prefix_cache import common_prefix_length
 from gem_trainer.model_calls import cache_options, explicit_mask, forward_parameters, recording_cache
-from gem_trainer.prefix_cache import common_prefix_length
 
 #: A shorter common opening is computed with each sample instead of once.
 MIN_SHARED_TOKENS = 16

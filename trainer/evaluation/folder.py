@@ -1,5 +1,5 @@
 """An evaluation's folder: the settings it plays, its episodes as they end, and what is left
-(the report and its plot are written at the end, by :mod:`gem_trainer.evaluate`).
+(the report and its plot are written at the end, by :mod:`gem_trainer.evaluation.evaluate`).
 
 ``settings.json`` is written before the first episode, so a killed evaluation can be continued
 (``gem eval --resume DIR``). ``episodes.jsonl`` holds one episode per line, as

@@ -18,9 +18,9 @@ from typing import Any
 
 from gem_core.errors import GemError
 
-from gem_trainer.eval_folder import EPISODES_FILE, REPORT_FILE, SETTINGS_FILE, read_episodes, read_settings
+from gem_trainer.evaluation.folder import EPISODES_FILE, REPORT_FILE, SETTINGS_FILE, read_episodes, read_settings
+from gem_trainer.evaluation.scores import by_start
 from gem_trainer.metrics import episode_success, percent, save_figure
-from gem_trainer.scores import by_start
 
 COMPARE_FILE = "compare.json"
 PLOT_FILE = "compare.png"
