@@ -15,14 +15,14 @@ text, a named tuple as a tuple), numpy's numbers and arrays as Python numbers an
 else fails the test, saying what was returned. The harness checks again what arrives.
 
 This file is both ends, standard library only. The harness runs it as a module (the runner puts
-its source in the job) for :class:`Server` and :class:`Candidate`; the server runs it as a program,
+its source in the job) for :class:`Server` and :class:`Session`; the server runs it as a program,
 ``python -I -S -c SOURCE REQUESTS REPLIES PATH``. Messages are ``marshal``-ed tuples, each after
 its length, on two pipes. The first request is ``("program", source, entry_point, imports,
-limits)``; then ``("begin", nonce)`` (a harness child, before its first test) makes the server
-fork a process that runs the program in a fresh namespace and answers ``("ready", nonce)`` (or
-``("error", nonce, text)``), then answers each ``("call", nonce, name, args, kwargs)`` with
-``("return", nonce, value)``, ``("raise", nonce, name, text)`` or ``("unplain", nonce, text)``,
-until ``("end", nonce)``. When that process has ended, for whatever reason, the server says
+limits)``, answered ``("loaded", None)`` once compiled; then ``("begin", nonce)`` (for a harness
+child, before its first test) makes the server fork a process that runs the program in a fresh
+namespace and answers ``("ready", nonce)`` (or ``("error", nonce, text)``), then answers each
+``("call", nonce, name, args, kwargs)`` with ``("return", nonce, value)``, ``("raise", nonce,
+name, text)`` or ``("unplain", nonce, text)``, until ``("end", nonce)``. When that process has ended, for whatever reason, the server says
 ``("ended", nonce, status)``; a request that finds none gets ``("gone", nonce)``.
 """
 
@@ -71,17 +71,32 @@ class Server:
         os.close(requests_r)
         os.close(replies_w)
         self.channel = (requests_w, replies_r)
-        self.loaded = False
 
-    def load(self, job, limits):
-        """Give the server ``job``'s program, and the limits of each of its tests' processes."""
-        self.loaded = True
+    def load(self, job, limits, deadline):
+        """Give the server ``job``'s program and the limits of each of its tests' processes, and
+        wait (until the ``time.monotonic()`` ``deadline``) until it has compiled it, so that its
+        start is not counted in the first test's time."""
         entry_point = next(test["entry_point"] for test in job["tests"] if test["kind"] == "assert")
         try:
             send(self.channel[0], ("program", job["prelude"] + job["program"], entry_point, list(job["imports"]),
                                    limits))
         except OSError:
-            pass  # it died already: the tests will say so
+            return  # it died already: the tests will say so
+        import select
+        import time
+
+        if select.select([self.channel[1]], [], [], max(0.0, deadline - time.monotonic()))[0]:
+            receive(self.channel[1])  # ("loaded", None), or the end of a server that died
+
+    def session(self, timeout):
+        """A link for the next harness child, its program's process started (waiting at most
+        ``timeout`` seconds for it, which then does not count in the first test's time)."""
+        session = Session(self.channel)
+        try:
+            session.begin(timeout)
+        except CandidateError:
+            pass  # the program fails: each test will say so
+        return session
 
     def stop(self):
         """Kill the server and the processes of its tests, and reap it."""
@@ -108,20 +123,33 @@ class Session:
 
     def __init__(self, channel):
         self.requests, self.replies = channel
-        self.nonce, self.alive = None, False
+        self.nonce, self.alive, self.starting = None, False, False
+
+    def begin(self, timeout=None):
+        """Start a process of the program and wait until it runs (at most ``timeout`` seconds: it
+        is then still starting); :class:`CandidateError` if the program cannot run."""
+        self.nonce, self.starting = os.urandom(8), True
+        send(self.requests, ("begin", self.nonce))
+        self.settle(timeout)
+
+    def settle(self, timeout=None):
+        reply = self.reply(timeout)
+        if reply is None:
+            return
+        self.starting = False
+        if reply[0] == "error" and len(reply) == 3 and isinstance(reply[2], str):
+            raise CandidateError(reply[2])
+        if reply[0] != "ready":
+            raise CandidateError(self.ended(reply, "the program ran"))
+        self.alive = True
 
     def candidate(self, name):
         """The test's stand-in for the submission's function ``name``; :class:`CandidateError`
         if the program cannot run."""
-        if not self.alive:
-            self.nonce = os.urandom(8)
-            send(self.requests, ("begin", self.nonce))
-            reply = self.reply()
-            if reply[0] == "error" and len(reply) == 3 and isinstance(reply[2], str):
-                raise CandidateError(reply[2])
-            if reply[0] != "ready":
-                raise CandidateError(self.ended(reply, "the program ran"))
-            self.alive = True
+        if self.starting:
+            self.settle()
+        elif not self.alive:
+            self.begin()
         return Candidate(self, name)
 
     def call(self, name, args, kwargs):
@@ -148,9 +176,14 @@ class Session:
         self.alive = False
         raise CandidateError(self.ended(reply, f"{name}() returned"))
 
-    def reply(self):
-        """The next reply to this process (any other is a former one's leftover)."""
+    def reply(self, timeout=None):
+        """The next reply to this process (any other is a former one's leftover); None when
+        ``timeout`` seconds pass first."""
+        import select
+
         while True:
+            if timeout is not None and not select.select([self.replies], [], [], timeout)[0]:
+                return None
             reply = receive(self.replies)
             if reply is None:
                 return ("gone",)
@@ -210,6 +243,7 @@ def main():
             __import__(name)
         except BaseException:  # noqa: BLE001 - the program's own import reports it
             pass
+    send(replies, ("loaded", None))
     while True:
         request = receive(requests)
         if request is None:

@@ -71,7 +71,7 @@ def main():
     null_fd = os.open(os.devnull, os.O_RDWR)
     os.dup2(null_fd, 1)  # anything else printed (by an import, say) goes nowhere
     serve = "--serve" in sys.argv
-    protected, imported, pristine, spare = False, set(), Pristine(), None
+    protected, imported, pristine = False, set(), Pristine()
     if serve:
         protected = protect_from_children()
         release_free_heap()
@@ -87,7 +87,7 @@ def main():
         if preimport(job, imported):
             pristine = Pristine()  # in case an import changed the builtins
             gc.freeze()  # the new modules too
-        run = Run(job, null_fd, pristine, spare)
+        run = Run(job, null_fd, pristine)
         emit(result_fd, run.tests() + [{"done": True}])  # one write: one wake-up for the reader
         run.close()  # after the results: the reader need not wait for the children to be reaped
         if not serve:
@@ -95,9 +95,6 @@ def main():
         if job.get("kill_strays"):
             kill_strays()
             clean_directory(os.getcwd())
-        # The next job's candidate server starts now, while the reader is busy: likely needed
-        # (the same environment sends the next job) and not yet given anything of it.
-        spare = candidates(job)["Server"](job["candidates"], null_fd, keep_only_fds) if "candidates" in job else None
     os._exit(0)  # everything is written; skip the interpreter's clean-up
 
 
@@ -126,11 +123,11 @@ class Run:
     """One job: its tests run in children, at most ``WINDOW`` per child, until each has a record
     or the total time runs out."""
 
-    def __init__(self, job, null_fd, pristine, server=None):
+    def __init__(self, job, null_fd, pristine):
         self.job, self.null_fd, self.pristine = job, null_fd, pristine
         self.notify_r, self.notify_w = notify_pipe()
         self.children = []
-        self.server = server  # the candidate server of the assert tests, while one runs
+        self.server = None  # the candidate server of the assert tests, while one runs
 
     def tests(self):
         """The records of the tests that ran, in order."""
@@ -149,9 +146,9 @@ class Run:
             if any(test["kind"] == "assert" for test in tests[first:first + WINDOW]):
                 if self.server is None:
                     self.server = candidates(job)["Server"](job["candidates"], self.null_fd, keep_only_fds)
-                if not self.server.loaded:
-                    self.server.load(job, child_limits(job))
-            pid = self.fork(programs, first, files)
+                    self.server.load(job, child_limits(job), deadline)
+            session = self.server.session(job["per_test_timeout"]) if self.server is not None else None
+            pid = self.fork(programs, first, files, session)
             try:
                 finished = watch(pid, tests, files, first, self.notify_r, job["per_test_timeout"], deadline, records)
             finally:
@@ -164,13 +161,13 @@ class Run:
             first = records[-1]["i"] + 1
         return records
 
-    def fork(self, programs, first, files):
+    def fork(self, programs, first, files, session):
         channel = self.server.channel if self.server is not None else ()
         pid = os.fork()
         if pid == 0:  # the child: runs its tests, never returns
             try:
                 keep_only_fds(self.null_fd, self.notify_w, *channel, *(fd for pair in files for fd in pair))
-                run_child(programs, channel, self.job, first, files, self.notify_w, self.null_fd, self.pristine)
+                run_child(programs, session, self.job, first, files, self.notify_w, self.null_fd, self.pristine)
             finally:
                 os._exit(1)
         try:
@@ -438,11 +435,11 @@ def child_limits(job):
     return limits
 
 
-def run_child(programs, channel, job, first, files, notify_w, null_fd, pristine):
+def run_child(programs, session, job, first, files, notify_w, null_fd, pristine):
     """Run tests ``first`` onwards (as many as ``files`` has places for), one after another, each
     with its own input, output, namespace and builtins (``pristine``); after each, write its report
-    and tell the harness. ``programs`` is the compiled program and prelude, ``channel`` the
-    candidate server's pipes (assert tests). Leaves through ``os._exit``."""
+    and tell the harness. ``programs`` is the compiled program and prelude, ``session`` the link to
+    the candidate server (assert tests). Leaves through ``os._exit``."""
     tests = job["tests"][first:first + len(files)]
     try:
         prepare_child(null_fd)
@@ -453,7 +450,6 @@ def run_child(programs, channel, job, first, files, notify_w, null_fd, pristine)
             _, hard = resource.getrlimit(limit)
             if hard == resource.RLIM_INFINITY or value < hard:
                 resource.setrlimit(limit, (value, value))
-        session = _candidates["Session"](channel) if channel else None
     except BaseException:
         os._exit(1)
     for k, test in enumerate(tests):
@@ -526,9 +522,8 @@ def execute(programs, test, session):
 
 
 def run_assert(prelude, test, scope, session):
-    """An assert test: the prelude and the test run here; the submission in the candidate server,
-    called through a stand-in under the test's name for it, and under the entry point's name,
-    which some tests call too."""
+    """An assert test: the prelude and the test here, the submission in the candidate server, called
+    through a stand-in under the test's name for it and the entry point's (some tests call that)."""
     try:
         exec(prelude, scope)
         candidate = session.candidate(test["entry_point"])
@@ -556,6 +551,8 @@ def find_function(namespace, name):
 
 
 def describe(error):
+    if isinstance(error, _candidates.get("CandidateError", ())):  # says it all: no class name before
+        return str(error)[-ERROR_TAIL:]
     text = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
     return text[-ERROR_TAIL:]
 

@@ -136,3 +136,13 @@ def test_the_probe_finds_the_hole_on_the_original_harness_and_none_here():
     assert earned(OriginalHarness) >= {"code: return an object equal to everything", "code: exit early with status 0",
                                        "code: return a str that equals everything", "code: raise SystemExit(0)"}
     assert earned(HumanEvalEnv) == set()
+
+
+def test_a_program_that_fails_or_hangs_before_its_function_exists_fails_every_test():
+    from gem_envs.code.runner import Limits
+
+    check = "def check(candidate):\n    assert candidate(1) == 2\n    assert candidate(2) == 3\n"
+    broken = run_tests(problem(check), "raise ValueError('no function today')\ndef f(x):\n    return x + 1")
+    assert [(o.status, o.error) for o in broken.outcomes] == [("error", "ValueError: no function today")] * 2
+    stuck = run_tests(problem(check), "while True:\n    pass", Limits(per_test_timeout=1.0, total_timeout=8.0))
+    assert [o.status for o in stuck.outcomes] in (["timeout", "timeout"], ["timeout", "not_run"]), stuck

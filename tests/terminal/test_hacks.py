@@ -65,14 +65,18 @@ def test_honest_grading_still_works_among_the_leftovers(layout, request):
         env.close()
 
 
+def unguarded(script: str) -> str:
+    """The test script with pytest run as ``python3 -m pytest`` again."""
+    return script.replace("\npytest ", "\npython3 -m pytest ")
+
+
 class Unguarded(TerminalEnv):
     """Grading as it was before it was isolated from the agent: the test run with the agent's HOME
     and PATH, and pytest as ``python3 -m pytest``, which imports from the working directory first."""
 
     def __init__(self, **options):
         super().__init__(**options)
-        self.tasks = [dataclasses.replace(task, test_script=task.test_script.replace("\npytest ", "\npython3 -m pytest "))
-                      for task in self.tasks]
+        self.tasks = [dataclasses.replace(task, test_script=unguarded(task.test_script)) for task in self.tasks]
 
     def _grade(self):
         execute = self.sandbox.execute
