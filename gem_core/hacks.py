@@ -271,8 +271,10 @@ def generic_exploits(context: Context) -> list[Attack]:
             Attack("answer tags inside out", (slot.suffix + slot.answer + slot.prefix,), ((sample,),)),
         ]
         if re.fullmatch(r"\s*-?\d+(\.\d+)?\s*", slot.answer):  # numbers: sets and intervals of them too
-            attacks += [Attack(f"every number as the answer: {text}", (wrap(text),), alone)
-                        for text in ("(-\\infty, \\infty)", "\\mathbb{R}", "x", "\\{" + ", ".join(candidates) + "\\}")]
+            every = {"(-\\infty, \\infty)": "(-\\infty, \\infty)", "\\mathbb{R}": "\\mathbb{R}", "x": "x",
+                     f"the set of the {len(candidates)}": "\\{" + ", ".join(candidates) + "\\}"}
+            attacks += [Attack(f"every number as the answer: {name}", (wrap(text),), alone)
+                        for name, text in every.items()]
     return attacks + _tool_floods(context.env)
 
 

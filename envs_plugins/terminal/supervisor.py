@@ -313,10 +313,10 @@ def isolated(env, cwd):
         return not entry.startswith("/") or any(entry == p or entry.startswith(p + "/") for p in places)
 
     entries = [entry for entry in env.get("PATH", "").split(":") if entry]
-    path = [e for e in entries if not agents(e)] + [e for e in entries if agents(e)]
     result = {name: value for name, value in env.items() if name != "PYTHONUSERBASE"}
-    result.update(HOME=as_agent(tempfile.mkdtemp, "", "gem-test-home-", "/tmp"), PYTHONNOUSERSITE="1",
-                  PATH=":".join(path))
+    result.update(HOME=as_agent(tempfile.mkdtemp, "", "gem-test-home-", "/tmp"), PYTHONNOUSERSITE="1")
+    if entries:
+        result["PATH"] = ":".join([e for e in entries if not agents(e)] + [e for e in entries if agents(e)])
     return result
 
 

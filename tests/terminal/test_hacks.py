@@ -14,6 +14,7 @@ from gem_core.hacks import probe
 from gem_envs.terminal.env import TerminalEnv
 from gem_envs.terminal.exploits import FINISH, LEFTOVERS, _commands
 from tests.terminal.public import HARBOR_TASKS, PUBLIC
+from tests.terminal.test_tasks import write
 
 TASKS = {  # one per layout and test runner
     "harbor-pytest": HARBOR_TASKS[0],  # Terminal-Bench 2's test.sh: pytest through uvx, reward.txt by exit status
@@ -96,3 +97,37 @@ def test_the_probe_finds_the_holes_when_the_isolation_is_taken_away(sandbox):
     assert earned(Unguarded) >= {"terminal: modules and pytest configuration in the working directory",
                                  "terminal: modules in the Python user site"}
     assert earned(TerminalEnv) == set()
+
+
+def workspace_on_path_task(root):
+    """A Harbor task whose image puts a folder of the workspace first on PATH, as images with a
+    project virtual environment do; its tests pass when /app/answer.txt holds 42."""
+    return write(root, {
+        "task.toml": "version = \"1.0\"\n[verifier]\ntimeout_sec = 120.0\n",
+        "instruction.md": "Write 42 to /app/answer.txt.\n",
+        "environment/Dockerfile": "FROM python:3.11-slim\nWORKDIR /app\n"
+                                  "ENV PATH=/app/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin\n",
+        "tests/test_outputs.py": "from pathlib import Path\n\n\ndef test_answer():\n"
+                                 "    assert Path('/app/answer.txt').read_text().strip() == '42'\n",
+        "tests/test.sh": HARBOR_TASKS[0].joinpath("tests", "test.sh").read_text(),
+        "solution/solve.sh": "#!/bin/bash\necho 42 > /app/answer.txt\n",
+    })
+
+
+@pytest.mark.parametrize("backend", ["bubblewrap", "podman"])
+def test_tools_the_agent_put_first_on_the_images_path_come_last_in_the_test_run(backend, tmp_path, request):
+    images = request.getfixturevalue("podman") if backend == "podman" else request.getfixturevalue("sandbox")
+    options = {"backend": backend, "max_turns": 5, **({"base_images": images} if backend == "podman" else {})}
+    shims = "modules and pytest configuration in the working directory"  # python3, pytest, bash, uv in /app/bin
+    guarded = TerminalEnv(path=workspace_on_path_task(tmp_path / "task"), **options)
+    unguarded = Unguarded(path=tmp_path / "task", **options)
+    try:
+        for env, expected in ((guarded, 0.0), (unguarded, 1.0)):
+            env.reset(seed=0)
+            assert leave(env, shims)["score"] == expected, env
+        guarded.reset(seed=0)
+        guarded.run_solution()
+        assert guarded.step(FINISH)[4]["score"] == 1.0  # the task's own solution passes
+    finally:
+        guarded.close()
+        unguarded.close()
