@@ -91,7 +91,7 @@ def run_path(path: str, model_dir: str, starts: int, n: int, steps: int, out: Pa
     else:
         from trl import GRPOTrainer
 
-        from gem_adapters.trl.environments import environment_factory
+        from gem_adapters.trl.factory import environment_factory
 
         tokenizer = with_tool_calling(tokenizer)
         rows = [{"prompt": [{"role": "user", "content": ""}], "env_id": ENV_ID, "seed": s} for s in seeds]

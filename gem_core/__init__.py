@@ -1,5 +1,15 @@
-"""GEM core: the environment API, registry, plugin hooks, wrappers, vector environments, tools,
-episodes and advantage estimators.
+"""GEM core: the environment API, registry, plugin hooks, wrappers, episodes and checker, and
+what every environment shares.
+
+* The kernel: :mod:`~gem_core.core` (``Env``, ``Wrapper``), :mod:`~gem_core.multiagent`,
+  :mod:`~gem_core.registry`, :mod:`~gem_core.spec`, :mod:`~gem_core.hookspecs`,
+  :mod:`~gem_core.plugins` and :mod:`~gem_core.defaults` (the core's own plugin),
+  :mod:`~gem_core.errors`, :mod:`~gem_core.env_checker`, :mod:`~gem_core.episodes`,
+  :mod:`~gem_core.rollout`, :mod:`~gem_core.atif`.
+* Shared by environments: :mod:`gem_core.wrappers`, :mod:`gem_core.vector`, :mod:`gem_core.tools`,
+  :mod:`gem_core.sandbox`, :mod:`gem_core.estimators`, :mod:`gem_core.rubrics`,
+  :mod:`~gem_core.endpoint`, :mod:`~gem_core.images`, :mod:`~gem_core.parsing`.
+* :mod:`gem_core.cli`: the ``gem`` command, to which plugins add theirs.
 
 >>> import gem_core
 >>> env = gem_core.make("game:GuessTheNumber-v0-easy")

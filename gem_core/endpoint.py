@@ -4,7 +4,8 @@
 (:meth:`~ChatEndpoint.complete`) or from a coroutine (:meth:`~ChatEndpoint.acomplete`), through the
 ``openai`` client (extra ``openai``, imported on first use) with its retries and a timeout. Every
 way a request can fail becomes an :class:`EndpointError` whose ``kind`` says which, and whose
-message names the server and what to do.
+message names the server and what to do. :meth:`~ChatEndpoint.acheck` asks the server, before the
+first request, whether it serves the model.
 """
 
 from __future__ import annotations
@@ -40,14 +41,16 @@ class ChatEndpoint:
     environment variable ``api_key_env`` (a local server needs none). Each request may take
     ``timeout`` seconds and is retried ``max_retries`` times (connection errors, timeouts, 429 and
     5xx answers, with the client's backoff). ``temperature`` and ``max_tokens`` go with every
-    request.
+    request. ``hints`` adds a sentence to the message of an :class:`EndpointError` of a kind (say,
+    which command-line flag sets the timeout).
 
     An endpoint is shared, never copied: ``copy.deepcopy`` returns it as it is (clones of an
     environment ask the same model), and pickling leaves its connections behind.
     """
 
     def __init__(self, model: str, *, base_url: str | None = None, api_key_env: str = "OPENAI_API_KEY",
-                 temperature: float = 0.0, max_tokens: int = 512, timeout: float = 60.0, max_retries: int = 2):
+                 temperature: float = 0.0, max_tokens: int = 512, timeout: float = 60.0, max_retries: int = 2,
+                 hints: Mapping[str, str] | None = None):
         if not isinstance(model, str) or not model.strip():
             raise GemError("A chat endpoint needs model=, the name of the model the server serves.")
         if not (_number(timeout) and timeout > 0):
@@ -63,6 +66,7 @@ class ChatEndpoint:
         self.model, self.base_url, self.api_key_env = model, base_url, api_key_env
         self.temperature, self.max_tokens = float(temperature), max_tokens
         self.timeout, self.max_retries = float(timeout), max_retries
+        self.hints = dict(hints or {})
         self._openai = _import_openai()
         self._lock = threading.Lock()
         self._client: Any = None
@@ -91,15 +95,31 @@ class ChatEndpoint:
 
     async def acomplete(self, messages: Sequence[Mapping[str, Any]], **options: Any) -> str:
         """:meth:`complete` for coroutines: the request is awaited on the running event loop."""
-        loop = asyncio.get_running_loop()
-        client = self._async_clients.get(loop)
-        if client is None:  # connections belong to the loop that opened them
-            client = self._async_clients[loop] = self._openai.AsyncOpenAI(**self._client_options())
         try:
-            response = await client.chat.completions.create(**self._request(messages, options))
+            response = await self._async_client().chat.completions.create(**self._request(messages, options))
         except self._openai.APIError as error:
             raise self._failure(error) from None
         return self._text(response)
+
+    async def acheck(self) -> None:
+        """Fail early, from a coroutine, when the server cannot be reached, rejects the key, or
+        lists its models without this one (a server that lists none is asked anyway)."""
+        try:
+            listing = await self._async_client().with_options(max_retries=1, timeout=min(self.timeout, 30.0)).models.list()
+        except (self._openai.APIConnectionError, self._openai.AuthenticationError) as error:
+            raise self._failure(error) from None
+        except self._openai.APIStatusError:
+            return  # some servers do not list models; the first request will tell
+        names = [m.id for m in listing.data]
+        if names and self.model not in names:
+            raise self._error(REFUSED, f"{self.where} does not serve model {self.model!r}; it serves: "
+                                       f"{', '.join(names)}.")
+
+    async def aclose(self) -> None:
+        """Close the connections of the running event loop's client."""
+        client = self._async_clients.pop(asyncio.get_running_loop(), None)
+        if client is not None:
+            await client.close()
 
     def close(self) -> None:
         """Close the synchronous client's connections (asynchronous ones close with their loop)."""
@@ -107,6 +127,13 @@ class ChatEndpoint:
             client, self._client = self._client, None
         if client is not None:
             client.close()
+
+    def _async_client(self) -> Any:
+        loop = asyncio.get_running_loop()
+        client = self._async_clients.get(loop)
+        if client is None:  # connections belong to the loop that opened them
+            client = self._async_clients[loop] = self._openai.AsyncOpenAI(**self._client_options())
+        return client
 
     def _client_options(self) -> dict[str, Any]:
         return {"base_url": self.base_url, "api_key": os.environ.get(self.api_key_env) or "EMPTY",
@@ -119,23 +146,27 @@ class ChatEndpoint:
     def _text(self, response: Any) -> str:
         choices = getattr(response, "choices", None)
         if not choices or choices[0].message is None:
-            raise EndpointError(EMPTY, f"{self.where} answered with no message for model {self.model!r}.")
+            raise self._error(EMPTY, f"{self.where} answered with no message for model {self.model!r}.")
         return choices[0].message.content or ""
 
     def _failure(self, error: Exception) -> EndpointError:
         openai, where = self._openai, self.where
         if isinstance(error, openai.APITimeoutError):
-            return EndpointError(TIMEOUT, f"{where} gave no answer within {self.timeout:g} s "
-                                          f"({self.max_retries} retries): a slow server needs a longer timeout.")
+            return self._error(TIMEOUT, f"{where} gave no answer within {self.timeout:g} s "
+                                        f"({self.max_retries} retries): a slow server needs a longer timeout.")
         if isinstance(error, openai.APIConnectionError):
-            return EndpointError(UNREACHABLE, f"Cannot reach {where} ({error}). Is the server running, and is "
-                                              "the URL its OpenAI base (usually ending in /v1)?")
+            return self._error(UNREACHABLE, f"Cannot reach {where} ({error}). Is the server running, and is "
+                                            "the URL its OpenAI base (usually ending in /v1)?")
         if isinstance(error, openai.AuthenticationError):
-            return EndpointError(REFUSED, f"{where} rejected the API key: put the key in the environment "
-                                          f"variable {self.api_key_env}.")
+            return self._error(REFUSED, f"{where} rejected the API key: put the key in the environment "
+                                        f"variable {self.api_key_env}.")
         status = getattr(error, "status_code", None)
-        return EndpointError(REFUSED, f"{where} refused the request for model {self.model!r}"
-                                      f"{f' (HTTP {status})' if status else ''}: {error}")
+        return self._error(REFUSED, f"{where} refused the request for model {self.model!r}"
+                                    f"{f' (HTTP {status})' if status else ''}: {error}")
+
+    def _error(self, kind: str, message: str) -> EndpointError:
+        hint = self.hints.get(kind)
+        return EndpointError(kind, f"{message} {hint}" if hint else message)
 
     def __deepcopy__(self, memo: dict[int, Any]) -> ChatEndpoint:
         return self

@@ -39,7 +39,7 @@ def gem_register_estimators(register):
 
 @hookspec
 def gem_register_commands(register):
-    """Register ``gem`` subcommands (a trainer adapter's ``gem <name>``):
+    """Register ``gem`` subcommands (``gem serve``, ``gem train``, an adapter's ``gem <lib>``):
     ``register(name, "module:click_command", description=...)``."""
 
 

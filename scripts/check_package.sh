@@ -25,9 +25,9 @@ cd "$work"   # away from the source tree
 "$work/venv/bin/python" - "$work/venv" <<'PY'
 import sys
 
-import gem_core, gem_envs, gem_adapters, gem_trainer
+import gem_core, gem_envs, gem_adapters, gem_serve, gem_trainer
 
-for module in (gem_core, gem_envs, gem_adapters, gem_trainer):
+for module in (gem_core, gem_envs, gem_adapters, gem_trainer, gem_serve):
     assert module.__file__.startswith(sys.argv[1]), f"{module.__name__} comes from {module.__file__}, not the wheel"
 
 checks = {  # one environment per pack whose files ship as package data
@@ -47,9 +47,16 @@ from gem_core.tools.retrieval import SAMPLE_CORPUS
 
 assert SAMPLE_CORPUS.is_file(), SAMPLE_CORPUS
 print("ok  the search tool's sample corpus")
+
+from gem_serve.export import TEMPLATES, export
+
+written = export("game:GuessTheNumber-v0-easy", "exported")
+assert all(any(str(path).endswith(name) for path in written) for name in TEMPLATES), written
+print("ok  the OpenEnv package templates")
 PY
 "$work/venv/bin/gem" plugins | tee "$work/plugins.txt"
-for pack in game rg math code qa terminal local verl; do
+for pack in game rg math code qa terminal serve local verl; do
     grep -q "^$pack\b\|\b$pack\b" "$work/plugins.txt" || { echo "gem plugins does not list $pack"; exit 1; }
 done
+"$work/venv/bin/gem" --help | grep -q "^  serve " || { echo "gem --help does not list serve"; exit 1; }
 echo "package check passed"

@@ -2,7 +2,7 @@
 
 * Factory (TRL 0.29 to 1.16, public API): :func:`environment_factory` makes what
   ``GRPOTrainer(environment_factory=...)`` takes, so TRL's stock trainer plays GEM environments
-  in its own tool loop (:mod:`~gem_adapters.trl.environments`); :func:`environment_return` scores
+  in its own tool loop (:mod:`~gem_adapters.trl.factory`); :func:`environment_return` scores
   them on TRL before 1.8.
 * Rollout (TRL 1.16): GRPOTrainer's ``rollout_func`` plays GEM episodes turn by turn through TRL's
   own generation (:mod:`~gem_adapters.trl.rollout`), and GEM's advantage estimators replace TRL's

@@ -4,7 +4,7 @@ environments, by either path (``gem_mode``):
 * ``rollout`` (the default): :class:`~gem_adapters.trl.trainer.GemGRPOTrainer`, GEM's rollout and
   per-turn advantages (TRL 1.16 only);
 * ``factory``: TRL's stock ``GRPOTrainer`` with ``environment_factory``
-  (:mod:`~gem_adapters.trl.environments`) and TRL's own group advantage (TRL 0.29 to 1.16).
+  (:mod:`~gem_adapters.trl.factory`) and TRL's own group advantage (TRL 0.29 to 1.16).
 
 The config is TRL's own format (read by ``trl.TrlParser``): ``GRPOConfig``'s keys plus
 :class:`GemArguments`; command-line ``--key value`` pairs override the file. ``gem trl config``
@@ -81,7 +81,7 @@ def build_trainer(gem: GemArguments, grpo) -> object:
 def factory_of(gem: GemArguments, options: object) -> object:
     """GEM's environment factory for the config's ids; refuses the keys that only the rollout mode reads."""
     from gem_adapters.trl import TRL_ESTIMATOR
-    from gem_adapters.trl.environments import environment_factory
+    from gem_adapters.trl.factory import environment_factory
 
     rollout_only = {"gem_estimator": gem.gem_estimator not in (None, TRL_ESTIMATOR),
                     "gem_gamma": gem.gem_gamma is not None, "gem_episode_tokens": gem.gem_episode_tokens is not None}
@@ -104,7 +104,7 @@ def factory_trainer(gem: GemArguments, grpo, factory: object, train_dataset, eva
     from trl import GRPOTrainer
 
     from gem_adapters.trl.chat_template import with_tool_calling
-    from gem_adapters.trl.environments import environment_return
+    from gem_adapters.trl.factory import environment_return
     from gem_adapters.trl.versions import has_environment_reward
 
     model = model_path(gem.model_name_or_path)

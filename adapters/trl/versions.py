@@ -1,6 +1,6 @@
 """The TRL versions each path of the adapter works with, and the checks that say so.
 
-* The factory path (:mod:`~gem_adapters.trl.environments`) uses only TRL's public
+* The factory path (:mod:`~gem_adapters.trl.factory`) uses only TRL's public
   ``GRPOTrainer(environment_factory=...)``: TRL 0.29.0 (where it appeared) to 1.16.0 are tested.
   ``get_reward`` and the ``{name: factory}`` form of several environments came with TRL 1.8.0.
 * The per-turn path (:class:`~gem_adapters.trl.trainer.GemGRPOTrainer`) subclasses

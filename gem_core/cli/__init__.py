@@ -1,7 +1,8 @@
 """The ``gem`` command.
 
-Subcommands are imported only when run, so ``gem --help`` stays fast. Trainer adapters add their
-own subcommands through the ``gem_register_commands`` hook.
+Subcommands are imported only when run, so ``gem --help`` stays fast. Plugins add their own
+subcommands through the ``gem_register_commands`` hook: the serving wing ``gem serve``, the
+built-in trainer ``gem train``, ``gem eval`` and ``gem view``, and each adapter ``gem <lib>``.
 """
 
 from __future__ import annotations
@@ -19,12 +20,11 @@ BUILTIN_COMMANDS: dict[str, tuple[str, str]] = {
     "play": ("gem_core.cli.play:play", "Play an environment in the terminal."),
     "plugins": ("gem_core.cli.plugins:plugins", "Show each plugin, what it registered and its failures."),
     "search-server": ("gem_core.cli.search_server:search_server", "Serve BM25 search over a corpus for the search tool."),
-    "serve": ("gem_core.cli.serve:serve", "Serve an environment over OpenEnv's protocol."),
 }
 
 
 class LazyGroup(click.Group):
-    """A group whose subcommands are imported on use: the built-in ones and one per adapter."""
+    """A group whose subcommands are imported on use: the built-in ones and those plugins register."""
 
     def _table(self) -> dict[str, tuple[str, str]]:
         from gem_core.registry import COMMANDS

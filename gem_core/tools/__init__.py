@@ -9,6 +9,10 @@ Registered tool names (``gem_core.get_tool``): ``python`` (:class:`PythonTool`),
 (:class:`SearchTool`), ``mcp`` (:class:`MCPTool`). Registered wrappers: ``tool``
 (:class:`ToolWrapper`) and the reference's presets ``python_tool``, ``python_tool_no_int_reward``,
 ``python_tool_no_int_reward_last_line_error``, ``search_tool``, ``search_tool_no_int_reward``.
+
+:mod:`gem_core.tools.actions` gives the functions an agent calls to play an environment (``step``
+and those of its tool wrappers) and the action text each call is: ``gem serve``'s MCP tools and
+TRL's factory path call environments through them.
 """
 
 from gem_core.tools.base import Tool, ToolCall, ToolConfigError, ToolOutput

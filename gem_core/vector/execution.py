@@ -9,7 +9,7 @@ A slot's *route* is one of:
 * ``"probe"``: inline while the first :data:`PROBE_CALLS` calls of an environment that does not
   declare :attr:`~gem_core.Env.blocking` are timed; then ``"thread"`` when it mostly waits
   (:data:`PROBE_WAIT_S` or more per call blocked beyond its CPU time), else ``"inline"``.
-  ``gem serve``'s sessions follow the same rule (:mod:`gem_core.remote.sessions`).
+  ``gem serve``'s sessions follow the same rule.
 
 :class:`Runner` runs one batch of calls at the same time along their routes, and abandons those
 still running after the timeout.

@@ -1,6 +1,7 @@
 """The code reads bottom-up: no import cycle inside gem_core or any other of the project's
 packages, counting every import (at module level, inside a function, or for type checkers only),
-and no module imports another module's private name anywhere in the project's packages."""
+no module imports another module's private name anywhere in the project's packages, and the
+serving wing (gem_serve) is a plugin that nothing below it imports."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 #: Folder -> import name of the project's packages (pyproject's package-dir).
-PACKAGES = {"gem_core": "gem_core", "envs_plugins": "gem_envs", "adapters": "gem_adapters", "trainer": "gem_trainer"}
+PACKAGES = {"gem_core": "gem_core", "envs_plugins": "gem_envs", "adapters": "gem_adapters", "trainer": "gem_trainer",
+            "serve": "gem_serve"}
 
 
 def modules(folder: str) -> dict[str, Path]:
@@ -76,6 +78,27 @@ def test_no_module_imports_another_modules_private_name():
     private = sorted(f"{module} imports {source}.{name}" for module in ALL for source, name in imports(module)
                      if name and name.startswith("_") and not name.startswith("__") and source != module)
     assert private == []
+
+
+@pytest.mark.parametrize("package", ["gem_core", "gem_envs", "gem_adapters"])
+def test_the_core_the_packs_and_the_adapters_never_import_the_serving_wing(package):
+    inside = [name for name in ALL if name.split(".")[0] == package]
+    found = sorted(f"{module} imports {source}" for module in inside for source, _ in imports(module)
+                   if source.split(".")[0] == "gem_serve")
+    assert found == []
+
+
+def test_the_serving_wing_lists_its_modules_and_the_core_no_longer_serves():
+    import gem_core
+    import gem_serve
+
+    wing = sorted(name for name in ALL if name.startswith("gem_serve."))
+    assert wing, "no module found in serve/"
+    assert [name for name in wing if f":mod:`{name}`" not in gem_serve.__doc__] == []
+    subpackages = sorted(path.parent.name for path in (REPO / "gem_core").glob("*/__init__.py"))
+    assert [name for name in subpackages if f":mod:`gem_core.{name}`" not in gem_core.__doc__] == []
+    assert "remote" not in gem_core.__doc__
+    assert not (REPO / "gem_core" / "remote").exists()
 
 
 def test_plugins_still_load_on_the_first_lookup_only():

@@ -16,8 +16,8 @@ from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import connect
 
 import gem_core
-from gem_core.remote import actions
-from gem_core.remote.server import EnvServer
+from gem_core.tools import actions
+from gem_serve.server import EnvServer
 from gem_core.tools import SAMPLE_CORPUS, ToolWrapper
 from tests.serve.servers import in_thread
 

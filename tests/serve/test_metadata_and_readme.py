@@ -10,7 +10,7 @@ import sys
 import pytest
 
 import gem_core
-from gem_core.remote.server import EnvServer
+from gem_serve.server import EnvServer
 from tests.helpers import REPO
 from tests.serve.openenv_peer import openenv_python
 from tests.serve.servers import gem_serve, in_thread

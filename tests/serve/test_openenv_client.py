@@ -10,7 +10,7 @@ import httpx
 import pytest
 
 import gem_core
-from gem_core.remote import actions
+from gem_core.tools import actions
 from tests.serve.openenv_peer import OpenEnvError
 from tests.serve.servers import gem_serve
 

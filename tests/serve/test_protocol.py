@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from gem_core.remote import protocol
+from gem_serve import protocol
 
 
 def test_info_becomes_json_that_keeps_its_values():

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 import gem_core
-from gem_core.remote.env import RemoteEnvError
+from gem_serve.env import RemoteEnvError
 from tests.helpers import free_port
 from tests.serve.openenv_peer import countdown_server
 from tests.serve.servers import gem_serve

@@ -14,8 +14,8 @@ from websockets.sync.client import connect
 
 import gem_core
 from gem_core.core import Env
-from gem_core.remote.env import RemoteEnvError
-from gem_core.remote.server import EnvServer
+from gem_serve.env import RemoteEnvError
+from gem_serve.server import EnvServer
 from tests.serve.openenv_peer import OpenEnvError
 from tests.serve.servers import gem_serve, in_thread
 
@@ -210,7 +210,7 @@ def test_a_session_runs_calls_where_the_vector_environments_would(env_class, rou
     import asyncio
     from concurrent.futures import ThreadPoolExecutor
 
-    from gem_core.remote.sessions import Session
+    from gem_serve.sessions import Session
 
     async def play():
         with ThreadPoolExecutor(2) as executor:

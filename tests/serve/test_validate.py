@@ -74,3 +74,16 @@ def test_export_refuses_what_it_cannot_package(tmp_path):
                               *more], capture_output=True, text=True, timeout=120)
         assert run.returncode != 0 and message in run.stderr and "Traceback" not in run.stderr
     assert not (tmp_path / "new").exists()
+
+
+def test_the_package_is_written_from_its_templates_with_every_placeholder_filled(tmp_path):
+    from gem_serve.export import TEMPLATES, export
+
+    env_id = "game:GuessTheNumber-v0-easy"
+    written = {str(path.relative_to(tmp_path)): path.read_text() for path in export(env_id, tmp_path)}
+    assert set(TEMPLATES) <= set(written)
+    assert [name for name, text in written.items() if "@{" in text] == []
+    assert "bubblewrap" not in written["Dockerfile"]  # no Python tool, no sandbox in the image
+    assert "FROM ${BASE_IMAGE}" in written["Dockerfile"] and "ENV PATH=/opt/venv/bin:$PATH" in written["Dockerfile"]
+    app = compile(written["server/app.py"], "app.py", "exec")
+    assert env_id in app.co_consts and "gem_serve.server" in app.co_names + app.co_consts

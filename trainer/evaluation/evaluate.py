@@ -24,7 +24,6 @@ from __future__ import annotations
 import asyncio
 import copy
 import json
-import os
 import re
 import signal
 import sys
@@ -38,6 +37,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from gem_core.endpoint import REFUSED, TIMEOUT, ChatEndpoint, EndpointError  # noqa: F401 (EndpointError: gem eval's failures)
 from gem_core.episodes import Episode
 from gem_core.errors import GemError, option_of, require_at_least_one
 from gem_core.images import openai_message
@@ -59,10 +59,10 @@ RUNNING = ("api_key_env", "concurrency", "device", "output_dir", "progress", "ti
 #: The option of each setting whose name is not the field's with dashes.
 _OPTION = {"envs": "--env", "env_kwargs": "--env-arg"}
 TRAJECTORIES_DIR = "trajectories"
-
-
-class EndpointError(GemError):
-    """An OpenAI-compatible endpoint that cannot be used, with the fix in the message."""
+#: What the flags of `gem eval` change when a request to an endpoint fails that way.
+ENDPOINT_HINTS = {TIMEOUT: "Raise --timeout, or ask for fewer tokens (--max-new-tokens) and requests "
+                           "(--concurrency) at once.",
+                  REFUSED: "--model names the served model, --api-key-env the variable that holds the key."}
 
 
 @dataclass
@@ -168,98 +168,35 @@ class MessagesTemplate:
 
 
 class ChatEndpointPolicy:
-    """An async policy that asks an OpenAI-compatible ``/chat/completions`` endpoint for each
-    action; observations are JSON message lists (see :class:`MessagesTemplate`)."""
+    """An async policy that asks a chat model at an OpenAI-compatible endpoint
+    (:class:`~gem_core.endpoint.ChatEndpoint`) for each action, ``concurrency`` requests at a time;
+    observations are JSON message lists (see :class:`MessagesTemplate`)."""
 
-    def __init__(self, base_url: str, model: str, *, api_key: str | None, max_tokens: int,
-                 temperature: float, top_p: float, concurrency: int, timeout: float = 120.0,
-                 max_retries: int = 2):
-        try:
-            import openai
-        except ImportError:
-            from gem_core.errors import MissingDependencyError
-
-            raise MissingDependencyError("Evaluating through an OpenAI-compatible endpoint", "openai", "local") from None
-        self._openai = openai
-        self.base_url, self.model = base_url, model
-        self._client_options = {"base_url": base_url, "api_key": api_key or "EMPTY", "max_retries": max_retries,
-                                "timeout": timeout}
-        self.timeout = timeout
-        self._clients: dict[int, Any] = {}  # one client per event loop: connections belong to a loop
-        self.options = {"max_tokens": max_tokens, "temperature": temperature, "top_p": top_p}
-        self._limit = concurrency
-        self.completion_tokens = 0
-        self.requests = 0
-        self.request_seconds = 0.0
-
-    def _client(self) -> Any:
-        loop = id(asyncio.get_running_loop())
-        if loop not in self._clients:
-            self._clients[loop] = self._openai.AsyncOpenAI(**self._client_options)
-        return self._clients[loop]
-
-    async def aclose(self) -> None:
-        """Close the client of the running event loop."""
-        client = self._clients.pop(id(asyncio.get_running_loop()), None)
-        if client is not None:
-            await client.close()
+    def __init__(self, endpoint: ChatEndpoint, *, top_p: float, concurrency: int):
+        self.endpoint, self.top_p, self._limit = endpoint, top_p, concurrency
 
     async def check(self) -> None:
         """Fail early when the endpoint is unreachable, rejects the key, or lacks the model."""
-        openai = self._openai
-        try:
-            listing = await self._client().with_options(max_retries=1, timeout=30).models.list()
-        except openai.APIConnectionError as e:
-            raise EndpointError(f"Cannot reach {self.base_url} ({e}). Is the server running, and is the URL "
-                                "its OpenAI base (usually ending in /v1)?") from None
-        except openai.AuthenticationError:
-            raise EndpointError(f"{self.base_url} rejected the API key. Put the key in the environment "
-                                "variable named by --api-key-env (default OPENAI_API_KEY).") from None
-        except openai.APIStatusError:
-            return  # some servers do not list models; the first request will tell
-        names = [m.id for m in listing.data]
-        if names and self.model not in names:
-            raise EndpointError(f"{self.base_url} does not serve model {self.model!r}; it serves: "
-                                f"{', '.join(names)}. Pass one of them with --model.")
+        await self.endpoint.acheck()
+
+    async def aclose(self) -> None:
+        """Close the client of the running event loop."""
+        await self.endpoint.aclose()
 
     async def __call__(self, observations: list[str], infos: list[dict[str, Any]] | None = None,
                        seeds: list[int] | None = None) -> list[str]:
         """An action per observation (``infos`` are not needed: images travel in the messages);
         ``seeds`` go with the requests as their ``seed`` when sampling (temperature above 0)."""
         semaphore = asyncio.Semaphore(self._limit)
-        if seeds is None or self.options["temperature"] <= 0:
+        if seeds is None or self.endpoint.temperature <= 0:
             seeds = [None] * len(observations)  # type: ignore[list-item]
 
         async def ask(observation: str, seed: int | None) -> str:
+            options = {"top_p": self.top_p} if seed is None else {"top_p": self.top_p, "seed": seed}
             async with semaphore:
-                return await self._complete(json.loads(observation), seed)
+                return await self.endpoint.acomplete(json.loads(observation), **options)
 
         return list(await asyncio.gather(*(ask(o, s) for o, s in zip(observations, seeds))))
-
-    async def _complete(self, messages: list[dict[str, str]], seed: int | None = None) -> str:
-        openai = self._openai
-        started = time.perf_counter()
-        options = self.options if seed is None else {**self.options, "seed": seed}
-        try:
-            response = await self._client().chat.completions.create(model=self.model, messages=messages, **options)
-        except openai.AuthenticationError:
-            raise EndpointError(f"{self.base_url} rejected the API key. Put the key in the environment "
-                                "variable named by --api-key-env (default OPENAI_API_KEY).") from None
-        except openai.APITimeoutError:
-            raise EndpointError(
-                f"A request to {self.base_url} got no answer within --timeout {self.timeout:g} s (after "
-                "retries). A slow server needs a longer --timeout, or fewer tokens (--max-new-tokens) "
-                "and requests (--concurrency) at once.") from None
-        except openai.APIError as e:
-            raise EndpointError(f"The request to {self.base_url} failed after retries: {e}") from None
-        finally:
-            self.request_seconds += time.perf_counter() - started
-        self.requests += 1
-        if response.usage is not None:
-            self.completion_tokens += response.usage.completion_tokens or 0
-        if not response.choices:
-            raise EndpointError(f"{self.base_url} answered with no choices for model {self.model!r}.")
-        return response.choices[0].message.content or ""
 
 
 def run_evaluation(settings: EvalSettings, *, console: Any = None, resume: bool = False) -> dict[str, Any]:
@@ -462,12 +399,10 @@ def _interrupt_on_sigterm() -> Iterator[None]:
 
 def _make_policy(settings: EvalSettings) -> tuple[Any, Any, str]:
     if settings.base_url is not None:
-        api_key = os.environ.get(settings.api_key_env)
-        policy = ChatEndpointPolicy(
-            settings.base_url, settings.model or "", api_key=api_key, max_tokens=settings.max_new_tokens,
-            temperature=settings.temperature, top_p=settings.top_p, concurrency=settings.concurrency,
-            timeout=settings.timeout,
-        )
+        endpoint = ChatEndpoint(settings.model or "", base_url=settings.base_url, api_key_env=settings.api_key_env,
+                                temperature=settings.temperature, max_tokens=settings.max_new_tokens,
+                                timeout=settings.timeout, hints=ENDPOINT_HINTS)
+        policy = ChatEndpointPolicy(endpoint, top_p=settings.top_p, concurrency=settings.concurrency)
         return policy, MessagesTemplate(), _describe(settings)
     from gem_trainer.models import (is_vision_language, load_model, load_processor, load_tokenizer,
                                     quiet_transformers, resolve_device, resolve_dtype, resolve_model,

@@ -23,7 +23,7 @@ import torch
 
 import gem_core
 from gem_adapters.trl.chat_template import with_tool_calling
-from gem_adapters.trl.environments import environment_factory, environment_return
+from gem_adapters.trl.factory import environment_factory, environment_return
 from gem_adapters.trl.versions import has_environment_reward
 from tests.adapters import failing
 from tests.adapters.trl.conftest import EASY

@@ -10,7 +10,7 @@ Methods: ``initialize``, ``ping``, ``tools/list``, ``tools/call``, and OpenEnv's
 ``openenv/session/create`` (a new session; its id) and ``openenv/session/close`` (``session_id``).
 ``tools/list`` and ``tools/call`` take the session as ``session_id`` in their params;
 ``tools/call`` needs one, with an episode started (a reset on ``/ws?session_id=...``, as OpenEnv's
-client does). The tools are :mod:`gem_core.remote.actions`' functions; a call is a step of the
+client does). The tools are :mod:`gem_core.tools.actions`' functions; a call is a step of the
 session's episode, and its result carries the observation as text (and images) and, in
 ``structuredContent``, the observation, reward, done and the rest of the step.
 
@@ -33,12 +33,12 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_HANDSHAKE_VERS
 from pydantic import ValidationError
 
 from gem_core.core import Env
-from gem_core.remote import actions
-from gem_core.remote.protocol import ProtocolError
-from gem_core.remote.sessions import Session
+from gem_core.tools import actions
 from gem_core.tools.base import ToolArgumentError, ToolConfigError
+from gem_serve.protocol import ProtocolError
+from gem_serve.sessions import Session
 
-logger = logging.getLogger("gem_core.remote")
+logger = logging.getLogger("gem_serve")
 
 CREATE_SESSION, CLOSE_SESSION = "openenv/session/create", "openenv/session/close"
 
@@ -52,7 +52,7 @@ class RequestError(Exception):
 
 
 class SessionHost(Protocol):
-    """What the endpoint needs of its server (:class:`gem_core.remote.server.EnvServer`)."""
+    """What the endpoint needs of its server (:class:`gem_serve.server.EnvServer`)."""
 
     sessions: dict[str, Session]
     description: str

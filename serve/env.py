@@ -23,7 +23,7 @@ from typing import Any
 
 from gem_core.core import Env, ResetResult, StepResult
 from gem_core.errors import GemError
-from gem_core.remote import protocol
+from gem_serve import protocol
 
 TOKEN_ENV = "GEM_SERVE_TOKEN"
 
@@ -103,7 +103,7 @@ class RemoteEnv(Env):
     # ---- the wire -----------------------------------------------------------------------
 
     def _connect(self) -> None:
-        from gem_core.remote.server import load
+        from gem_serve.server import load
 
         load("websockets", "A remote environment")
         from websockets.exceptions import InvalidStatus, WebSocketException

@@ -41,7 +41,7 @@ def serve(env_id: str, host: str, port: int, max_sessions: int, session_timeout:
     from gem_core.errors import GemError
 
     if export_dir is not None:
-        from gem_core.remote.export import export
+        from gem_serve.export import export
 
         context = click.get_current_context()
         serving = [f"--{name.replace('_', '-')}" for name in ("host", "port", "max_sessions", "session_timeout",
@@ -55,7 +55,7 @@ def serve(env_id: str, host: str, port: int, max_sessions: int, session_timeout:
         click.echo(f"Wrote the OpenEnv package of {env_id} to {export_dir} ({len(written)} files); "
                    f"check it with `openenv validate {export_dir} --level static`.")
         return
-    from gem_core.remote.server import serve as run_server
+    from gem_serve.server import serve as run_server
 
     token = None
     if token_env is not None:

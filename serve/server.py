@@ -1,9 +1,9 @@
 """``gem serve``: a GEM environment behind OpenEnv's HTTP API.
 
-Each session (:class:`~gem_core.remote.sessions.Session`) has an environment of its own. A
+Each session (:class:`~gem_serve.sessions.Session`) has an environment of its own. A
 WebSocket connection on ``/ws`` opens one and plays it with the messages of
-:mod:`gem_core.remote.protocol`; the session ends with the connection. A session opened over MCP
-(``openenv/session/create`` on ``/mcp``, :mod:`gem_core.remote.mcp_endpoint`) is played with tool
+:mod:`gem_serve.protocol`; the session ends with the connection. A session opened over MCP
+(``openenv/session/create`` on ``/mcp``, :mod:`gem_serve.mcp_endpoint`) is played with tool
 calls, and reset or stepped by a WebSocket that joins it (``/ws?session_id=ID``, as OpenEnv's
 ``MCPToolClient`` does); it ends with ``openenv/session/close`` or the idle timeout.
 
@@ -45,12 +45,12 @@ from typing import Any
 
 from gem_core.core import Env
 from gem_core.errors import GemError, MissingDependencyError
-from gem_core.remote import protocol
-from gem_core.remote.protocol import ProtocolError
-from gem_core.remote.sessions import Session
 from gem_core.vector.calls import checked_reset, close_quietly
+from gem_serve import protocol
+from gem_serve.protocol import ProtocolError
+from gem_serve.sessions import Session
 
-logger = logging.getLogger("gem_core.remote")
+logger = logging.getLogger("gem_serve")
 
 REFUSAL_LINGER_S = 5.0  # how long a refused session stays open for the client's first message
 API_VERSION = "1.0.0"  # the version of OpenEnv's HTTP API served (its validator reads it from /openapi.json)
@@ -100,7 +100,7 @@ class EnvServer:
         from starlette.routing import Route, WebSocketRoute
         from starlette.schemas import SchemaGenerator
 
-        from gem_core.remote.mcp_endpoint import MCPEndpoint
+        from gem_serve.mcp_endpoint import MCPEndpoint
 
         self._mcp_endpoint = MCPEndpoint(self)
 

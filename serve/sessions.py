@@ -19,12 +19,12 @@ from functools import partial
 from typing import Any
 
 from gem_core.core import Env
-from gem_core.remote import protocol
-from gem_core.remote.protocol import ProtocolError
 from gem_core.vector.calls import checked_reset, checked_step, close_quietly
 from gem_core.vector.execution import AWAIT, INLINE, PROBE, Probe, concurrent_route
+from gem_serve import protocol
+from gem_serve.protocol import ProtocolError
 
-logger = logging.getLogger("gem_core.remote")
+logger = logging.getLogger("gem_serve")
 
 NO_EPISODE = "No episode in progress: reset first (also after an episode ends)."
 
@@ -62,7 +62,7 @@ class Session:
                 "seed": self.seed, "done": not self.in_episode, "episode_return": self.episode_return}
 
     async def reset(self, seed: int | None, episode_id: str | None, options: dict[str, Any]) -> dict[str, Any]:
-        """A new episode; its first observation (:func:`~gem_core.remote.protocol.observation_data`).
+        """A new episode; its first observation (:func:`~gem_serve.protocol.observation_data`).
         An environment that raises is a :class:`ProtocolError` with code ``EXECUTION_ERROR``."""
         async with self.lock:
             self.in_episode = False

@@ -13,7 +13,7 @@ from transformers.utils import get_json_schema
 
 import gem_core
 from gem_adapters.common.options import EpisodeOptions
-from gem_adapters.trl.environments import environment_factory, environment_return
+from gem_adapters.trl.factory import environment_factory, environment_return
 from gem_adapters.trl.tool_functions import as_method
 from gem_adapters.trl.versions import has_environment_reward
 from gem_core.errors import GemError

@@ -53,7 +53,7 @@ from gem_adapters.trl.tool_functions import as_method
 from gem_adapters.trl.versions import check_factory_trl, has_environment_reward
 from gem_core.episodes import last_turn_success
 from gem_core.errors import GemError
-from gem_core.remote.actions import action_text, tool_wrappers
+from gem_core.tools.actions import action_text, tool_wrappers
 
 #: The tool that plays a turn.
 ACTION_TOOL = "act"
