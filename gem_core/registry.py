@@ -32,7 +32,7 @@ from typing import Any, Generic, TypeVar
 
 from gem_core.core import BaseEnv, Env
 from gem_core.multiagent import MultiAgentEnv
-from gem_core.spec import EnvSpec, load_object
+from gem_core.envspec import EnvSpec, load_object
 from gem_core.errors import (
     NO_DEFAULT,
     DuplicateRegistrationError,

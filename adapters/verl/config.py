@@ -14,8 +14,9 @@ from gem_adapters.common.dataset import write_splits
 from gem_adapters.common.estimators import library_name
 from gem_adapters.common.launch import command_line, python_command
 from gem_adapters.common.settings import RunSettings as CommonSettings
+from gem_adapters.common.written import yaml_writer
 from gem_adapters.verl import AGENT_LOOP_NAME
-from gem_core.errors import GemError, MissingDependencyError
+from gem_core.errors import GemError
 
 CONFIG_NAME = "gem_verl"
 ROLLOUT_ENGINES = ("vllm", "sglang")
@@ -62,7 +63,7 @@ def write_run(settings: RunSettings, *, progress: Any = None) -> WrittenRun:
     ``progress``, when given, is called with the number of rows written so far.
     """
     settings.check()
-    yaml = yaml_writer()  # fail before writing anything
+    yaml = yaml_writer("verl", hydra=True)  # fail before writing anything
     out = settings.out_dir.expanduser().resolve()
     out.mkdir(parents=True, exist_ok=True)
     splits = write_splits(settings, out, dataset_row, progress=progress)
@@ -167,15 +168,6 @@ def experiment_name(settings: RunSettings) -> str:
     first = settings.env_ids[0].replace(":", "-")
     more = f"-and-{len(settings.env_ids) - 1}-more" if len(settings.env_ids) > 1 else ""
     return f"{first}{more}-{settings.estimator}"
-
-
-def yaml_writer() -> Any:
-    """OmegaConf's YAML writer (the YAML dialect Hydra reads)."""
-    try:
-        from omegaconf import OmegaConf
-    except ImportError:
-        raise MissingDependencyError("`gem verl config`", "omegaconf", "verl") from None
-    return lambda data: OmegaConf.to_yaml(OmegaConf.create(data))
 
 
 def config_text(settings: RunSettings, train: Path, val: Path, yaml: Any) -> str:

@@ -1,5 +1,5 @@
 """Scoring with reasoning-gym's own scorers. Runs inside scoring workers (see
-:mod:`gem_envs.math.workers`): some scorers ``eval`` the answer or hand it to sympy, so they get
+:mod:`gem_core.sandbox.worker_pool`): some scorers ``eval`` the answer or hand it to sympy, so they get
 a time limit and a sandbox.
 
 Two scorers of reasoning-gym 0.1.25 are replaced because they give full marks to wrong answers:

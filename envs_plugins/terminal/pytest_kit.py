@@ -26,10 +26,11 @@ from pathlib import Path
 
 from packaging.requirements import Requirement
 
+from gem_core.cache import cache_dir
 from gem_core.errors import GemError
 
 from gem_envs.terminal import pytest_launcher, wheelhouse
-from gem_envs.terminal.cache import cache_root, locked
+from gem_envs.terminal.cache import locked
 
 KITS_PATH = "/.gem/kits"  # where the sandbox or container sees the kits
 _PIP_TIMEOUT = 600.0
@@ -37,7 +38,7 @@ _PIP_TIMEOUT = 600.0
 
 def kits_root() -> Path:
     """The host folder holding every kit (made if missing), mounted at :data:`KITS_PATH`."""
-    root = cache_root() / "kits"
+    root = cache_dir("kits")
     root.mkdir(parents=True, exist_ok=True)
     return root
 
