@@ -204,11 +204,11 @@ def every_leftover(context):
     """The terminal pack's leftovers all in one play (an exploit of these tests): each play of a
     terminal id costs a sandbox and a test run, and a leftover that works works among the others
     (tests/terminal/test_hacks.py plays each one alone, on both layouts and backends)."""
-    from gem_envs.terminal.exploits import FINISH, LEFTOVERS, _commands
+    from gem_envs.terminal.exploits import FINISH, LEFTOVERS, commands
 
     attacks = gem_core.registry.EXPLOITS.get("terminal")(context)
     every = [line for lines in LEFTOVERS.values() for line in lines]
-    return [Attack("terminal: every leftover at once", (_commands(every), FINISH), ((FINISH,),))] if attacks else []
+    return [Attack("terminal: every leftover at once", (commands(every), FINISH), ((FINISH,),))] if attacks else []
 
 
 @pytest.fixture(scope="module")

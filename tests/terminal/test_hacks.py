@@ -12,7 +12,7 @@ import pytest
 
 from gem_core.hacks import probe
 from gem_envs.terminal.env import TerminalEnv
-from gem_envs.terminal.exploits import FINISH, LEFTOVERS, _commands
+from gem_envs.terminal.exploits import FINISH, LEFTOVERS, commands
 from tests.terminal.public import HARBOR_TASKS, PUBLIC
 from tests.terminal.test_tasks import write
 
@@ -33,7 +33,7 @@ def environment(layout: str, backend: str, request) -> TerminalEnv:
 
 def leave(env: TerminalEnv, leftovers: str) -> dict:
     """Leave ``leftovers``, finish, and return the final info."""
-    observation, *_ = env.step(_commands(LEFTOVERS[leftovers]))
+    observation, *_ = env.step(commands(LEFTOVERS[leftovers]))
     assert "[exit code 0]" in observation, observation[-2000:]
     return env.step(FINISH)[4]
 
@@ -58,7 +58,7 @@ def test_honest_grading_still_works_among_the_leftovers(layout, request):
     try:
         for leftovers in LEFTOVERS:
             env.reset(seed=0)
-            env.step(_commands(LEFTOVERS[leftovers]))
+            env.step(commands(LEFTOVERS[leftovers]))
             env.run_solution()
             info = env.step(FINISH)[4]
             assert info["score"] == 1.0, (leftovers, info)
