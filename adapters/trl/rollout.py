@@ -11,8 +11,9 @@ resets it with the row's seed, and the episode goes on turn by turn:
 * every running episode's tokens so far go through ``trainer._generate_single_turn`` in one batch:
   TRL's own generation, with transformers' ``generate`` (on CPU too), or vLLM when TRL is
   configured for it, under TRL's ``generation_config`` (``max_completion_length`` caps one turn);
-* the answer, without its end-of-turn token, steps the environment; the observation follows the
-  answer as a user message, rendered by the model's chat template (:class:`ChatFormat`);
+* the answer's text, without special tokens, steps the environment; the observation follows the
+  answer's token ids as a user message, rendered by the model's chat template (:class:`ChatFormat`),
+  after the end-of-turn token when the answer was cut before it;
 * the episode ends when the environment ends it, at ``max_turns``, when an environment error ends
   it truncated (the batch goes on), or when the next turn would not fit ``episode_tokens`` (every
   model and environment token after the prompt).
@@ -88,11 +89,10 @@ class EpisodeRollout:
         if starts is None or len(starts) != len(prompts):
             raise GemError("The GEM rollout needs each prompt's environment id and seed: train with "
                            "gem_adapters.trl.GemGRPOTrainer (it passes them), on rows written by `gem trl config`.")
-        tokenizer = trainer._tokenizer
-        chat = self.chat_format(tokenizer)
-        episodes = asyncio.run(self._start(starts, chat, tokenizer))
+        chat = self.chat_format(trainer._tokenizer)
+        episodes = asyncio.run(self._start(starts, chat))
         try:
-            self._play(episodes, trainer, chat, tokenizer)
+            self._play(episodes, trainer, chat)
         finally:
             for episode in episodes:
                 episode.session.close()
@@ -110,9 +110,10 @@ class EpisodeRollout:
     def chat_format(self, tokenizer: Any) -> ChatFormat:
         if self._chat is None or self._chat[0] is not tokenizer:
             self._chat = (tokenizer, ChatFormat(tokenizer))
+            self._chat[1].warn_if_rewriting("TRL")
         return self._chat[1]
 
-    async def _start(self, starts: Sequence[Start], chat: ChatFormat, tokenizer: Any) -> list[PlayedEpisode]:
+    async def _start(self, starts: Sequence[Start], chat: ChatFormat) -> list[PlayedEpisode]:
         sessions: list[EnvSession] = []
         try:
             for env_id, seed in starts:
@@ -122,10 +123,10 @@ class EpisodeRollout:
             for session in sessions:
                 session.close()
             raise
-        return [PlayedEpisode(session, encode(tokenizer, chat.first(observation)))
+        return [PlayedEpisode(session, chat.encode(chat.first(observation)))
                 for session, observation in zip(sessions, observations)]
 
-    def _play(self, episodes: list[PlayedEpisode], trainer: Any, chat: ChatFormat, tokenizer: Any) -> None:
+    def _play(self, episodes: list[PlayedEpisode], trainer: Any, chat: ChatFormat) -> None:
         while True:
             running = [e for e in episodes if e.stop is None]
             if not others_running(trainer, len(running)):
@@ -146,7 +147,7 @@ class EpisodeRollout:
                 if outcome.done:
                     episode.stop = outcome.stop
                     continue
-                between = encode(tokenizer, chat.after_answer(answer, outcome.observation))
+                between = chat.encode(chat.after_answer(answer, outcome.observation))
                 if self.episode_tokens is not None and len(episode.completion_ids) + len(between) >= self.episode_tokens:
                     episode.stop = "episode_tokens"
                     continue
@@ -155,11 +156,6 @@ class EpisodeRollout:
 
 async def _step_all(steps: Sequence[tuple[EnvSession, str]]) -> list[Any]:
     return await asyncio.gather(*(session.step(action) for session, action in steps))
-
-
-def encode(tokenizer: Any, text: str) -> list[int]:
-    """Token ids of chat-template text (its special tokens are in the text already)."""
-    return list(tokenizer.encode(text, add_special_tokens=False))
 
 
 def others_running(trainer: Any, local_running: int) -> bool:
