@@ -129,7 +129,7 @@ def test_group_estimator_plays_each_start_state_several_times(tiny_model_dir, tm
 def test_self_play_trains_every_seat_with_its_own_rewards(tiny_model_dir, tmp_path, monkeypatch):
     """One policy plays both seats of a two-player game (simultaneous moves, so both seats move
     whatever the tiny model writes); each seat's moves are trained on that seat's own rewards."""
-    import gem_trainer.training.trainer as trainer_module
+    import gem_trainer.training.rollout as rollout_module
     from gem_core.multiagent import split_by_agent
 
     seen = []
@@ -139,7 +139,7 @@ def test_self_play_trains_every_seat_with_its_own_rewards(tiny_model_dir, tmp_pa
         seen.append((episode, parts))
         return parts
 
-    monkeypatch.setattr(trainer_module, "split_by_agent", recording)
+    monkeypatch.setattr(rollout_module, "split_by_agent", recording)
     result = Trainer(config(tiny_model_dir, tmp_path / "selfplay", steps=1, estimator="grpo", group_size=2,
                             envs=["multiagent:PrisonersDilemma-v0-selfplay"]), progress=False).run()
     assert len(seen) == 4
