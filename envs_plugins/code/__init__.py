@@ -6,5 +6,6 @@
 * :mod:`~gem_envs.code.extraction`: the program in what an LLM wrote.
 * :mod:`~gem_envs.code.runner`: a submission against its tests, in one sandboxed process.
 * :mod:`~gem_envs.code.pool`: warm sandboxed test harnesses; :mod:`~gem_envs.code.harness` runs
-  inside them.
+  inside them, and :mod:`~gem_envs.code.candidates` runs assert tests' submissions apart from them.
+* :mod:`~gem_envs.code.exploits`: submissions that solve nothing, for the reward-hacking probe.
 """

@@ -9,7 +9,8 @@
 * :mod:`~gem_envs.terminal.container`: tasks in podman or docker containers.
 * :mod:`~gem_envs.terminal.test_script`: tasks' test scripts, run offline.
 * :mod:`~gem_envs.terminal.pytest_kit`: the test tools supplied to test runs, installed from
-  :mod:`~gem_envs.terminal.wheelhouse`; :mod:`~gem_envs.terminal.cache` locks their entries in
-  GEM's cache folder.
+  :mod:`~gem_envs.terminal.wheelhouse`, with :mod:`~gem_envs.terminal.pytest_launcher` as their
+  ``pytest``; :mod:`~gem_envs.terminal.cache` locks their entries in GEM's cache folder.
+* :mod:`~gem_envs.terminal.exploits`: what an agent may leave behind, for the reward-hacking probe.
 """
 
