@@ -72,8 +72,9 @@ def test_only_the_workspace_and_tmp_are_writable(env):
 
 
 def test_tests_are_not_readable_before_grading(env):
-    observation, _ = run(env, "ls -A /tests /logs; find / -xdev -name 'test_outputs.py' 2>/dev/null | head; "
-                              "find / -name 'test_outputs.py' -path '*csv-column-sum*' 2>/dev/null | head")
+    # Walking the whole file tree takes seconds on a busy machine: more than the default time limit.
+    observation, _ = run(env, "{cmd: \"ls -A /tests /logs; find / -xdev -name test_outputs.py 2>/dev/null | head; "
+                              "find / -name test_outputs.py -path '*csv-column-sum*' 2>/dev/null | head\", timeout_secs: 120}")
     assert observation == "/logs:\n\n/tests:\n[exit code 0]"
 
 
