@@ -28,6 +28,7 @@ from gem_core.errors import GemError
 
 logger = logging.getLogger("gem_adapters.verl")
 
+
 class CpuWeightSyncExtension(vLLMColocateWorkerExtension):
     """verl's vLLM worker extension, with weight copies that vLLM's CPU build can take."""
 
@@ -58,8 +59,8 @@ class CpuWeightSyncExtension(vLLMColocateWorkerExtension):
         receiver = BucketedWeightReceiver(zmq_handle=self._get_zmq_handle(), device=self.device, use_shm=use_shm)
         receiver.receive_weights(on_bucket_received=load_bucket)
         finalize_layerwise_reload(model, self.model_runner.vllm_config.model_config)
-        logger.info("GEM CPU weight sync: %d values copied into vLLM; parameter checksum %r",
-                       copied, parameter_checksum(model))
+        logger.info("GEM CPU weight sync: %d values copied into vLLM; parameter checksum %r", copied,
+                    parameter_checksum(model))
 
 
 def parameter_checksum(model: Any) -> float:

@@ -20,6 +20,7 @@ process, before verl (which loads GEM's plugin, which imports the platform).
 
 from __future__ import annotations
 
+import logging
 import os
 from types import ModuleType
 
@@ -30,15 +31,21 @@ WORKER_GROUP_VARIABLES = ("WG_BACKEND", "RANK", "WORLD_SIZE", "MASTER_ADDR", "MA
 
 
 def register_fsdp_engines(module: ModuleType) -> None:
-    """Register verl's FSDP engines (``module``: verl's FSDP engine module) for the cpu device."""
-    from verl.workers.engine import EngineRegistry
+    """Register verl's FSDP engines (``module``: verl's FSDP engine module) for the cpu device.
+    Runs inside verl's import of that module, so a failure is logged, never raised."""
+    try:
+        from verl.workers.engine import EngineRegistry
 
-    for model_type, engine in (("language_model", module.FSDPEngineWithLMHead),
-                               ("value_model", module.FSDPEngineWithValueHead)):
-        registered = EngineRegistry._engines.get(model_type, {})
-        for backend in ("fsdp", "fsdp2"):
-            if PLATFORM_NAME not in registered.get(backend, {}):
-                EngineRegistry.register(model_type=model_type, backend=backend, device=PLATFORM_NAME)(engine)
+        for model_type, engine in (("language_model", module.FSDPEngineWithLMHead),
+                                   ("value_model", module.FSDPEngineWithValueHead)):
+            registered = getattr(EngineRegistry, "_engines", {}).get(model_type, {})
+            for backend in ("fsdp", "fsdp2"):
+                if PLATFORM_NAME not in registered.get(backend, {}):
+                    EngineRegistry.register(model_type=model_type, backend=backend, device=PLATFORM_NAME)(engine)
+    except Exception:
+        logging.getLogger("gem_adapters.verl").exception(
+            "GEM could not register verl's FSDP engines for the CPU; CPU runs will fail with 'No engine registered "
+            "for device=cpu'.")
 
 
 def join_process_group() -> None:

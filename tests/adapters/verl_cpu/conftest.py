@@ -6,6 +6,7 @@ in for: verl, Ray, vLLM, transformers and SmolLM2-135M-Instruct are real.
 from __future__ import annotations
 
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -26,6 +27,14 @@ def gem(*args: str, env: dict[str, str] | None = None, timeout: float = 600) -> 
                           timeout=timeout, env={**os.environ, **(env or {})})
 
 
+def printed_command(stdout: str) -> list[str]:
+    """The launch command `gem verl config` printed (its last line), run by this interpreter: the
+    command names it as the user ran `gem` (``python``), which here need not be first on PATH."""
+    command = shlex.split(stdout.strip().splitlines()[-1])
+    assert command[0] == Path(sys.executable).name
+    return [sys.executable, *command[1:]]
+
+
 @pytest.fixture(scope="session")
 def model_cache(request, tmp_path_factory) -> Path:
     """Where the built-in model is converted once (``GEM_CACHE_DIR``): pytest's cache folder, which
@@ -41,8 +50,8 @@ def session_processes(session: int) -> list[tuple[int, str]]:
         if not entry.name.isdigit():
             continue
         try:
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-            state, sid = fields[0], int(fields[4])
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()  # after the command's name
+            state, sid = fields[0], int(fields[3])  # proc(5): state, ppid, pgrp, session, ...
             command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
         except (OSError, IndexError, ValueError):
             continue

@@ -6,13 +6,12 @@ GEM's CPU platform and sees vLLM's CPU build as vLLM."""
 from __future__ import annotations
 
 import json
-import shlex
 import subprocess
 import sys
 
 import pytest
 
-from tests.adapters.verl_cpu.conftest import EASY, gem, launch
+from tests.adapters.verl_cpu.conftest import EASY, gem, launch, printed_command
 
 PREFLIGHT_TIMEOUT = 300  # seconds: verl's imports and the model's size, no Ray
 
@@ -24,7 +23,7 @@ def written(tmp_path_factory, model_cache):
     result = gem("verl", "config", "--device", "cpu", "--env", EASY, "--model", "smollm2", "--out", str(out),
                  "--train-size", "4", "--val-size", "1", "--batch-size", "2", env={"GEM_CACHE_DIR": str(model_cache)})
     assert result.returncode == 0, result.stderr
-    return out, shlex.split(result.stdout.strip().splitlines()[-1])
+    return out, printed_command(result.stdout)
 
 
 def assert_stopped_before_ray(result) -> None:

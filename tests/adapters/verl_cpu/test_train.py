@@ -15,14 +15,13 @@ from __future__ import annotations
 
 import json
 import re
-import shlex
 from datetime import datetime
 
 import pytest
 
 import gem_core
 from gem_core.wrappers.observation import as_seen
-from tests.adapters.verl_cpu.conftest import EASY, gem, launch
+from tests.adapters.verl_cpu.conftest import EASY, gem, launch, printed_command
 
 STEPS = 2
 EPISODES_PER_STEP = 4  # --batch-size 2 x --n 2
@@ -49,13 +48,14 @@ def trained(tmp_path_factory, model_cache):
     out = tmp_path_factory.mktemp("verl-cpu") / "run"
     written = gem("verl", "config", "--device", "cpu", "--out", str(out), *CONFIG, env={"GEM_CACHE_DIR": str(model_cache)})
     assert written.returncode == 0, written.stderr
-    command = shlex.split(written.stdout.strip().splitlines()[-1])
+    command = printed_command(written.stdout)
     assert command[1:3] == ["-m", "verl.trainer.main_ppo"]
     dumps = out / "rollouts"
     overrides = [f"trainer.total_training_steps={STEPS}", "trainer.val_before_train=false", "trainer.test_freq=-1",
                  f"trainer.rollout_data_dir={dumps}", "actor_rollout_ref.actor.entropy_coeff=0.01"]
     started = datetime.now()
     result = launch([*command, *overrides], out, LAUNCH_TIMEOUT)
+    (out / "launch.log").write_text(result.output)  # kept with pytest's temporary folders, to read
     return out, result, started, dumps
 
 
