@@ -63,6 +63,7 @@ def cpu_config(size: ModelSize, *, max_model_len: int, sequences: int, cluster_c
         "reward": {"num_workers": 1},
         "trainer": {"device": "cpu"},
         "ray_kwargs": {"ray_init": {
+            "address": "local",  # a cluster of its own, sized here, even where `ray start` left one running
             "num_cpus": cluster_cpus,
             "num_gpus": 1,  # one CPU worker, placed by verl as it places a GPU worker
             "include_dashboard": False,

@@ -88,6 +88,8 @@ REQUIREMENTS = (
                 "backend on the same device, which torch refuses on a CPU)"),
     Requirement("ray_kwargs.ray_init.num_gpus", lambda value: value == 1, "1",
                 "verl places its CPU worker as it places a GPU worker: on one 'GPU' of the Ray cluster"),
+    Requirement("ray_kwargs.ray_init.address", _equal("local"), "local",
+                "the run starts a Ray cluster of its own, with the 'GPU' its CPU worker is placed on"),
 )
 
 

@@ -22,8 +22,9 @@ GiB = 1 << 30
 #: Bytes a parameter takes in the trainer: float32 weight and gradient, Adam's two moments.
 TRAINER_BYTES_PER_PARAMETER = 4 * FLOAT32
 #: Memory the processes of a run take besides the model (verl's and Ray's processes, vLLM's
-#: engine, PyTorch): measured on SmolLM2-135M, rounded up.
-PROCESS_OVERHEAD = 6 * GiB
+#: engine, PyTorch): SmolLM2-135M's run peaked at 9.8 GiB (proportional set sizes summed), 7 GiB
+#: of which were not the model's.
+PROCESS_OVERHEAD = 7 * GiB
 #: The KV cache holds this many full-length sequences at least (vLLM queues the rest).
 KV_SEQUENCES = 8
 MIN_KV_CACHE = 256 * MiB

@@ -51,7 +51,7 @@ def test_a_cpu_config_holds_what_verl_needs_on_a_cpu(cpu_run):
     assert rollout.checkpoint_engine.update_weights_bucket_megabytes >= 128
     assert config.actor_rollout_ref.model.override_config.attn_implementation == "sdpa"
     ray_init = config.ray_kwargs.ray_init
-    assert (ray_init.num_cpus, ray_init.num_gpus) == (5, 1)
+    assert (ray_init.address, ray_init.num_cpus, ray_init.num_gpus) == ("local", 5, 1)
     assert ray_init.runtime_env.worker_process_setup_hook == SETUP_HOOK
     assert int(ray_init.runtime_env.env_vars.OMP_NUM_THREADS) >= 1
     hydra = subprocess.run([sys.executable, *command[1:], "--cfg", "hydra"], capture_output=True, text=True,

@@ -67,9 +67,12 @@ def test_the_launcher_reaches_step_2_and_leaves_nothing_running(trained, capsys)
     assert not result.left_running, f"still running after verl's launcher ended: {result.left_running}"
     first_copy = datetime.strptime(SYNC.search(result.output).group(1), "%Y-%m-%d %H:%M:%S")
     step_seconds = [float(metrics(line)["timing_s/step"]) for _, line in STEP.findall(result.output)]
+    gem_lines = [line.strip() for line in result.output.splitlines() if "GEM CPU weight sync" in line
+                 or "GEM estimator" in line]
     with capsys.disabled():
         print(f"\n[verl on the CPU] {result.seconds:.0f} s in all; startup to the first weight copy "
-              f"{(first_copy - started).total_seconds():.0f} s; steps {', '.join(f'{s:.0f} s' for s in step_seconds)}")
+              f"{(first_copy - started).total_seconds():.0f} s; steps {', '.join(f'{s:.0f} s' for s in step_seconds)}",
+              *gem_lines, sep="\n")
 
 
 def test_weights_are_copied_into_vllm_after_each_step(trained):
