@@ -1,7 +1,7 @@
 """The reference implementation: PyPI ``gem-llm`` in a virtual environment of its own.
 
-The environment is created once per version under ``~/.cache/gem-adapters/bench/`` (or
-``$XDG_CACHE_HOME/gem-adapters/bench/``) and reused by later runs.
+The environment is created once per version under ``bench/`` in GEM's cache folder
+(``~/.cache/gem-adapters/bench/``; see :func:`gem_core.cache.cache_dir`) and reused by later runs.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from pathlib import Path
 from rich.console import Console
 
 from bench import BenchError
+from gem_core.cache import cache_dir
 
 DISTRIBUTION = "gem-llm"
 VERSION = "0.1.0"
@@ -26,8 +27,7 @@ UNDECLARED = ("datasets", "pylatexenc", "pandas")
 
 
 def cache_root() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(base) / "gem-adapters" / "bench"
+    return cache_dir("bench")
 
 
 def requirements(version: str = VERSION) -> list[str]:

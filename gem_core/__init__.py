@@ -1,20 +1,39 @@
 """GEM core: the environment API, registry, plugin hooks, wrappers, episodes and checker, and
 what every environment shares.
 
-* The kernel: :mod:`~gem_core.core` (``Env``, ``Wrapper``), :mod:`~gem_core.multiagent`,
-  :mod:`~gem_core.registry`, :mod:`~gem_core.spec`, :mod:`~gem_core.hookspecs`,
-  :mod:`~gem_core.plugins` and :mod:`~gem_core.defaults` (the core's own plugin),
-  :mod:`~gem_core.errors`, :mod:`~gem_core.env_checker`, :mod:`~gem_core.episodes`,
-  :mod:`~gem_core.rollout`, :mod:`~gem_core.atif`.
-* Shared by environments: :mod:`gem_core.wrappers`, :mod:`gem_core.vector`, :mod:`gem_core.tools`,
-  :mod:`gem_core.sandbox`, :mod:`gem_core.estimators`, :mod:`gem_core.rubrics`,
-  :mod:`~gem_core.endpoint`, :mod:`~gem_core.images`, :mod:`~gem_core.parsing`.
-* :mod:`gem_core.cli`: the ``gem`` command, to which plugins add theirs.
-
 >>> import gem_core
 >>> env = gem_core.make("game:GuessTheNumber-v0-easy")
 >>> observation, info = env.reset(seed=0)
 >>> observation, reward, terminated, truncated, info = env.step(r"\\boxed{5}")
+
+The kernel:
+
+* :mod:`~gem_core.core`: :class:`Env`, :class:`Wrapper`, :class:`ResultWrapper`, the layers of a
+  wrapped environment.
+* :mod:`~gem_core.multiagent`: :class:`MultiAgentEnv`, several named agents on one shared state.
+* :mod:`~gem_core.envspec`: :class:`EnvSpec`, how an environment id is described.
+* :mod:`~gem_core.registry`: environment ids, wrappers, tools, estimators and commands; :func:`make`.
+* :mod:`~gem_core.hookspecs`: the hooks a plugin implements; :mod:`~gem_core.plugins` finds and
+  loads plugins; :mod:`~gem_core.defaults` is the core's own plugin.
+* :mod:`~gem_core.wrappers`: the wrappers that ship with GEM, and wrapper chains by name.
+* :mod:`~gem_core.episodes`: episodes, turn by turn; :mod:`~gem_core.rollout` collects them.
+* :mod:`~gem_core.env_checker`: checks an environment against the contract (``gem check``);
+  :mod:`~gem_core.hacks` plays known reward hacks against it (``gem check --hacks``).
+* :mod:`~gem_core.errors`: GEM's exceptions.
+
+What environments share:
+
+* :mod:`~gem_core.vector`: many environments stepped as one batch, in-process or on Ray.
+* :mod:`~gem_core.tools`: tools as wrappers (Python, search, MCP).
+* :mod:`~gem_core.sandbox`: bubblewrap sandboxes for untrusted code, and scoring workers.
+* :mod:`~gem_core.estimators`: advantage estimators (ReBN and those it is compared with).
+* :mod:`~gem_core.rubrics`: rewards of weighted parts, and LLM judges.
+* :mod:`~gem_core.parsing`: defensive parsing of LLM actions.
+* :mod:`~gem_core.images`: images in observations.
+* :mod:`~gem_core.endpoint`: a chat model behind an OpenAI-compatible endpoint.
+* :mod:`~gem_core.atif`: episodes as Harbor trajectories (ATIF).
+* :mod:`~gem_core.cache`: GEM's cache folder.
+* :mod:`~gem_core.cli`: the ``gem`` command, to which plugins add theirs.
 """
 
 from gem_core.core import Env, ResultWrapper, Wrapper
@@ -41,7 +60,7 @@ from gem_core.registry import (
     register,
     spec,
 )
-from gem_core.spec import EnvSpec
+from gem_core.envspec import EnvSpec
 from gem_core import plugins as _plugins  # noqa: E402,F401,I001 - installs plugin discovery (gem_core.registry)
 
 __version__ = "0.2.0"  # the release CHANGELOG.md describes first

@@ -1,6 +1,7 @@
 """The environment and wrapper base classes: :class:`Env` (one agent), :class:`BaseEnv` (what it
 shares with :class:`~gem_core.multiagent.MultiAgentEnv`), :class:`Wrapper`, and
-:class:`ResultWrapper` for wrappers that rewrite what the inner environment returns.
+:class:`ResultWrapper` for wrappers that rewrite what the inner environment returns, and
+:func:`wrapper_stack`, the layers of a wrapped environment.
 
 An environment is a multi-turn text task: ``reset`` returns the first observation, ``step``
 takes whatever the LLM wrote and returns the next observation with a reward. Both are strings in,
@@ -15,7 +16,7 @@ import random
 import secrets
 import sys
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from gem_core.errors import SingleAgentRequiredError
@@ -25,7 +26,7 @@ if TYPE_CHECKING:
 
     import numpy as np
 
-    from gem_core.spec import EnvSpec
+    from gem_core.envspec import EnvSpec
 
 ResetResult = tuple[str, dict[str, Any]]
 StepResult = tuple[str, float, bool, bool, dict[str, Any]]
@@ -310,6 +311,15 @@ class ResultWrapper(Wrapper):
 
     async def astep(self, action: str) -> StepResult:
         return self.on_step(action, await self.env.astep(action))
+
+
+def wrapper_stack(env: Env) -> Iterator[Env]:
+    """``env`` and each environment beneath it, outermost first: its wrappers, then the
+    environment they wrap (the first that is not a :class:`Wrapper`)."""
+    while isinstance(env, Wrapper):
+        yield env
+        env = env.env
+    yield env
 
 
 def _overrides(wrapper: Wrapper, method: str) -> bool:

@@ -74,3 +74,10 @@ ESTIMATORS = {
 def gem_register_estimators(register):
     for name, (target, description) in ESTIMATORS.items():
         register(name, f"gem_core.estimators.{target}", description=description)
+
+
+@hookimpl
+def gem_register_exploits(register):
+    register("generic", "gem_core.hacks:generic_exploits",
+             description="Empty, enormous and repeated answers, many answers at once, the prompt echoed back, "
+                         "malformed answer tags, tool-call floods.")

@@ -11,7 +11,9 @@ a clear error, documented ``info`` keys well-typed, and episodes that end.
 >>> from gem_core import check_env
 >>> results = check_env("game:GuessTheNumber-v0-easy", steps=10)   # raises EnvCheckError on failure
 
-Each check is a :class:`CheckResult`; ``gem check ENV_ID`` prints them as a report.
+With ``hacks=True`` they also play the reward-hacking probe (:mod:`gem_core.hacks`): every known
+exploit, which must earn no more than honest plays that solve nothing. Each check is a
+:class:`CheckResult`; ``gem check ENV_ID [--hacks]`` prints them as a report.
 """
 
 from __future__ import annotations
@@ -59,6 +61,8 @@ CHECKS: dict[str, str] = {
     "episode_bound": "episodes end within max_episode_steps",
     "close_twice": "close() may be called twice",
 }
+#: The check that ``hacks=True`` adds.
+HACKS_CHECK = {"reward_hacks": "no known exploit earns more than honest plays that solve nothing"}
 
 
 class EnvCheckError(GemError, AssertionError):
@@ -85,10 +89,11 @@ class CheckResult:
     status: str
     message: str = ""
     seconds: float = 0.0
+    details: tuple = ()  # reward_hacks: every attack's gem_core.hacks.HackResult
 
     @property
     def description(self) -> str:
-        return CHECKS[self.name]
+        return CHECKS.get(self.name) or HACKS_CHECK[self.name]
 
 
 class _Failure(Exception):
@@ -105,7 +110,8 @@ class _Skip(Exception):
 
 def check_env(env: Env | str | Callable[[], Env], *, steps: int = 50, seed: int = 0,
               max_episode_steps: int = 1000, actions: Sequence[str] = WEIRD_ACTIONS,
-              skip: Iterable[str] = (), warn: bool = True, **make_kwargs: Any) -> list[CheckResult]:
+              skip: Iterable[str] = (), warn: bool = True, hacks: bool = False,
+              **make_kwargs: Any) -> list[CheckResult]:
     """Check a single-agent environment against GEM's environment contract.
 
     ``env`` is an environment id (made with ``make_kwargs``), a callable returning a new
@@ -114,7 +120,9 @@ def check_env(env: Env | str | Callable[[], Env], *, steps: int = 50, seed: int 
     random-action transcripts compared, ``seed`` the seed they start from (``seed + 1`` is the
     other one), ``max_episode_steps`` the bound within which a random episode must end, ``actions``
     the malformed actions ``any_action`` steps with (default :data:`WEIRD_ACTIONS`); ``skip``
-    names checks not to run (see :data:`CHECKS`).
+    names checks not to run (see :data:`CHECKS`). ``hacks`` adds ``reward_hacks``: the
+    reward-hacking probe (:func:`gem_core.hacks.probe`) on seeds ``seed`` and ``seed + 1``, which
+    fails when an exploit earns more than honest plays that solve nothing.
 
     Returns every check's :class:`CheckResult`; raises :class:`EnvCheckError` naming each failed
     check and how it failed. Recommendations not followed are :class:`EnvCheckWarning` warnings
@@ -124,24 +132,25 @@ def check_env(env: Env | str | Callable[[], Env], *, steps: int = 50, seed: int 
     if not isinstance(runner.main, Env):
         runner.close()
         require_single_agent(runner.main, "check_env")
-    return runner.run(skip, warn)
+    return runner.run(skip, warn, hacks)
 
 
 def check_multiagent_env(env: BaseEnv | str | Callable[[], BaseEnv], *, steps: int = 50, seed: int = 0,
                          max_episode_steps: int = 1000, actions: Sequence[str] = WEIRD_ACTIONS,
-                         skip: Iterable[str] = (), warn: bool = True, **make_kwargs: Any) -> list[CheckResult]:
+                         skip: Iterable[str] = (), warn: bool = True, hacks: bool = False,
+                         **make_kwargs: Any) -> list[CheckResult]:
     """Check a :class:`~gem_core.multiagent.MultiAgentEnv` against the contract, as
     :func:`check_env` does: ``reset`` returns an observation and an info per agent, ``step`` takes
     ``{agent: action}`` from the active agents (their ``random_action``, or malformed text) and
     returns five dicts keyed by agent, and every other check as for a single-agent environment.
-    An episode ends when no agent is left."""
+    An episode ends when no agent is left; with ``hacks``, each seat attacks in turn."""
     from gem_core.multiagent import MultiAgentEnv
 
     runner = _Runner(_factory(env, make_kwargs), _MultiAgent(), steps, seed, max_episode_steps, actions)
     if not isinstance(runner.main, MultiAgentEnv):
         runner.close()
         raise GemError(f"{runner.name} is not a MultiAgentEnv: check it with check_env.")
-    return runner.run(skip, warn)
+    return runner.run(skip, warn, hacks)
 
 
 def _factory(env: BaseEnv | str | Callable[[], BaseEnv],
@@ -316,7 +325,7 @@ class _Runner:
                 pass
         self.made.clear()
 
-    def run(self, skip: Iterable[str], warn: bool) -> list[CheckResult]:
+    def run(self, skip: Iterable[str], warn: bool, hacks: bool = False) -> list[CheckResult]:
         skip = set(skip)
         unknown = skip - set(CHECKS)
         if unknown:
@@ -328,6 +337,8 @@ class _Runner:
                     results.append(CheckResult(name, "skipped", "skipped on request"))
                     continue
                 results.append(self.run_one(name))
+            if hacks:
+                results.append(self.run_hacks())
         finally:
             self.close()
         if warn:
@@ -352,6 +363,20 @@ class _Runner:
         except Exception as e:
             status, message = "failed", f"raised {_raised(e)}"
         return CheckResult(name, status, message, time.perf_counter() - start)
+
+    def run_hacks(self) -> CheckResult:
+        from gem_core.hacks import probe
+
+        start = time.perf_counter()
+        try:
+            found = tuple(probe(self.make, seeds=(self.seed, self.seed + 1)))
+        except Exception as e:
+            return CheckResult("reward_hacks", "failed", f"raised {_raised(e)}", time.perf_counter() - start)
+        earned = [r for r in found if r.earned]
+        unplayed = [r for r in found if r.error]
+        status = "failed" if earned else "warning" if unplayed else "passed"
+        message = "\n".join(r.describe() for r in earned or unplayed)
+        return CheckResult("reward_hacks", status, message, time.perf_counter() - start, found)
 
     # Playing
 

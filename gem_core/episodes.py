@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import math
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -101,6 +101,23 @@ def last_turn_success(info: dict[str, Any], reward: float) -> bool:
     if "success" in info:
         return bool(info["success"])
     return reward > 0
+
+
+def episode_stats(episodes: Sequence[Episode]) -> dict[str, float | None]:
+    """Mean return (undiscounted sum of rewards), success rate, turns per episode, turns per won
+    episode (None when none was won), the share of episodes that ended on a format error, and the
+    share that called a tool at least once."""
+    n = max(len(episodes), 1)
+    won = [e.num_turns for e in episodes if episode_success(e)]
+    return {
+        "episodes": float(len(episodes)),
+        "mean_return": math.fsum(e.total_reward for e in episodes) / n,
+        "success_rate": sum(episode_success(e) for e in episodes) / n,
+        "turns_per_episode": sum(e.num_turns for e in episodes) / n,
+        "turns_per_success": sum(won) / len(won) if won else None,
+        "format_error_rate": sum(bool(e.turns and e.turns[-1].info.get("format_error")) for e in episodes) / n,
+        "tool_call_rate": sum(any(t.info.get("use_tool") for t in e.turns) for e in episodes) / n,
+    }
 
 
 def save_episodes(episodes: Iterable[Episode], path: str | os.PathLike[str], *, append: bool = False) -> int:

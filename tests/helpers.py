@@ -1,5 +1,6 @@
 """Helpers shared by the tests."""
 
+import asyncio
 import json
 import os
 import re
@@ -179,3 +180,23 @@ def offline_data_error(env_id: str, hf_home: Path) -> str:
     """, env={"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "HF_HOME": str(hf_home)})
     assert done.returncode == 0 and "DataNotFoundError:" in done.stdout, done.stdout + done.stderr
     return done.stdout.split("DataNotFoundError:", 1)[1].strip()
+
+
+class LoopTicks:
+    """``async with LoopTicks(interval) as ticks``: ``ticks.count`` is how often a task sleeping
+    ``interval`` seconds woke meanwhile; a call that blocks the event loop stops the count."""
+
+    def __init__(self, interval: float):
+        self.interval, self.count = interval, 0
+
+    async def __aenter__(self) -> "LoopTicks":
+        self._task = asyncio.ensure_future(self._tick())
+        return self
+
+    async def __aexit__(self, *exc_info) -> None:
+        self._task.cancel()
+
+    async def _tick(self) -> None:
+        while True:
+            await asyncio.sleep(self.interval)
+            self.count += 1

@@ -12,6 +12,7 @@ Shared by every command:
 * :mod:`~gem_trainer.models`: the model and tokenizer (the built-in SmolLM2 included);
 * :mod:`~gem_trainer.model_calls`: how a transformers model is called, whichever version is installed;
 * :mod:`~gem_trainer.metrics`: episode statistics, the metrics log and the learning curve;
+* :mod:`~gem_trainer.trackers`: reporting runs to TensorBoard, W&B, trackio and MLflow (``--report-to``);
 * :mod:`~gem_trainer.runtime`: CPU settings applied before torch loads.
 
 One subpackage per concern:

@@ -59,11 +59,20 @@ def _train_options(f: Any) -> Any:
         click.option("--output-dir", type=click.Path(file_okay=False),
                      help="Run folder for metrics, plot and checkpoint (default gem-runs/train-<time>)."),
         click.option("--save-every", type=int, help="Save a checkpoint every N steps (default 0: at the end only)."),
+        _report_to_option(),
         *_ray_options(),
     ]
     for option in reversed(options):
         f = option(f)
     return f
+
+
+def _report_to_option() -> Any:
+    return click.option(
+        "--report-to", metavar="NAME[,NAME]",
+        help="Also log to experiment trackers: tensorboard, wandb, trackio, mlflow, or none (default). Offline "
+             "and in the run folder unless the tracker's own variables say otherwise (WANDB_API_KEY, "
+             "MLFLOW_TRACKING_URI, TRACKIO_DIR, ...); each needs its extra, e.g. gem-adapters[wandb].")
 
 
 def _ray_options() -> list[Any]:
@@ -89,7 +98,8 @@ def train(config_file: str | None, resume: str | None, progress: bool, **flags: 
     GuessTheNumber-v0-easy in 14 steps (about five minutes on 2 CPU cores). Settings come from
     the defaults, then --config FILE, then flags. The run folder gets metrics.jsonl,
     learning_curve.png, config.yaml, the episodes of every step, and a checkpoint that --resume
-    continues and `gem eval --model` scores.
+    continues and `gem eval --model` scores. --report-to tensorboard (wandb, trackio, mlflow)
+    also logs every step to experiment trackers, offline and in the run folder by default.
     """
     from gem_trainer.runtime import prefer_passive_openmp
 
@@ -233,6 +243,7 @@ def _default(key: str, trained: bool = False) -> str:
               help="Show progress: a bar on a terminal, plain lines otherwise (default on).")
 @click.option("--timeout", type=float,
               help=f"Seconds to wait for each endpoint request before retrying, then stopping with an error {_default('timeout')}.")
+@_report_to_option()
 @click.option("--env-arg", "env_args", multiple=True, metavar="KEY=VALUE",
               help="A keyword for the environments, the value read as YAML; repeat for several "
                    "(e.g. --env-arg path=tasks/ --env-arg backend=podman).")
@@ -250,7 +261,8 @@ def eval_command(ctx: click.Context, envs: tuple[str, ...], env_args: tuple[str,
     report names the source of each setting. Episodes run concurrently, and each turn samples
     with a seed of its own, so the same settings play the same episodes. Writes settings.json,
     every episode as it ends, report.json (per environment: success rate, mean return, turns,
-    pass@1..K with --samples K) and report.png, and prints a table. Ctrl-C or SIGTERM writes the
+    pass@1..K with --samples K) and report.png, and prints a table; --report-to sends the scores,
+    the table and pass@k to experiment trackers. Ctrl-C or SIGTERM writes the
     report of the episodes that finished; --resume DIR plays the rest. --trajectories writes each
     episode as a Harbor trajectory too, which Harbor's viewers open. `gem eval compare A B`
     compares two evaluations.

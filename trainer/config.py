@@ -58,6 +58,7 @@ class TrainConfig:
     save_every: int = 0  # steps between checkpoints; 0 saves only at the end
     ray_address: str | None = None  # play the environments on a Ray cluster ("auto", "HOST:6379", "local")
     env_hosts: int | None = None  # environment host processes on the cluster (default 2 with ray_address)
+    report_to: list[str] = field(default_factory=list)  # experiment trackers (gem_trainer.trackers); none by default
 
     @property
     def lr(self) -> float:
@@ -108,6 +109,10 @@ def build_config(values: dict[str, Any]) -> TrainConfig:
     values = dict(values)
     if isinstance(values.get("envs"), str):
         values["envs"] = [e.strip() for e in values["envs"].split(",") if e.strip()]
+    if "report_to" in values and isinstance(values["report_to"], (str, list, type(None))):
+        from gem_trainer.trackers import parse_report_to  # "wandb,mlflow", a list, or none
+
+        values["report_to"] = parse_report_to(values["report_to"])
     config = TrainConfig(**values)
     validate(config)
     return config
@@ -149,6 +154,9 @@ def validate(config: TrainConfig) -> None:
 
     if config.estimator not in ESTIMATORS:
         raise UnknownNameError("estimator", config.estimator, ESTIMATORS.names())
+    from gem_trainer.trackers import check_installed, parse_report_to
+
+    check_installed(parse_report_to(config.report_to))
 
 
 def vector_mode(ray_address: str | None, env_hosts: int | None, here: str = "async") -> dict[str, Any]:
@@ -181,7 +189,7 @@ def _check_types(config: TrainConfig) -> None:
         "lora_alpha": (int, float), "wrappers": (str,), "chat_template": (str, type(None)),
         "device": (str,), "dtype": (str,), "threads": (int, type(None)), "seed": (int,),
         "output_dir": (str, type(None)), "save_every": (int,), "ray_address": (str, type(None)),
-        "env_hosts": (int, type(None)),
+        "env_hosts": (int, type(None)), "report_to": (list,),
     }
     for name, types in expected.items():
         value = getattr(config, name)

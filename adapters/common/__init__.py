@@ -3,7 +3,8 @@
 * :mod:`~gem_adapters.common.options`: the episode options (wrappers, turn and token limits).
 * :mod:`~gem_adapters.common.settings`: the settings every ``gem <library> config`` shares.
 * :mod:`~gem_adapters.common.dataset`: the (environment id, seed) rows a library's dataloader reads.
-* :mod:`~gem_adapters.common.written`: the datasets plus a library's GEM file, and the launch command.
+* :mod:`~gem_adapters.common.written`: the datasets plus a library's GEM file, the launch command,
+  and the YAML writer of config files.
 * :mod:`~gem_adapters.common.cli`: the shared command-line options and what a config command prints.
 * :mod:`~gem_adapters.common.launch`: launch commands as one shell line, and GEM's entry modules
   in front of a library's launcher.

@@ -3,10 +3,16 @@ library text between turns (the first prompt, and what follows each answer)."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
+from functools import cached_property
 from typing import Any
 
 from gem_core.errors import GemError
+
+logger = logging.getLogger("gem_adapters")
+#: (library, chat template) pairs already warned about, so each is said once per process.
+_WARNED: set[tuple[str, str]] = set()
 
 
 class ChatFormat:
@@ -14,36 +20,82 @@ class ChatFormat:
     answer's turn, the observation as a user message, the generation prompt).
 
     The latter is read off a probe conversation rendered with the template: whatever follows a
-    probe answer once a user message is added. Templates that rewrite earlier turns when one is
-    added (such as Qwen3's, which drops past reasoning) change only what precedes the answer.
+    probe answer once a user message is added. Whether the answer already ended its turn is
+    read from its token ids: it did when its last token is the template's end-of-turn token (the
+    special token the template writes right after an answer, such as ``<|im_end|>``), never from
+    its text, which cannot tell that token from the same characters written as ordinary tokens,
+    nor a cut answer ending in ``<`` from one ending in the token.
+
+    ``chat_template`` renders in place of the tokenizer's own (a processor's, say), with
+    ``template_kwargs`` (such as ``enable_thinking``) passed to every render.
     """
 
     PROBE_USER, PROBE_ANSWER = "Hello.", "GEM-ANSWER-PROBE"
+    #: An answer as a reasoning model writes it, ending in whitespace: templates that drop past
+    #: reasoning or trim answers render it otherwise in a later turn.
+    PROBE_WRITTEN = "<think>\nGEM-REASONING-PROBE\n</think>\n\nGEM-ANSWER-PROBE \n"
 
-    def __init__(self, tokenizer: Any):
+    def __init__(self, tokenizer: Any, *, chat_template: str | None = None,
+                 template_kwargs: dict[str, Any] | None = None):
         self.tokenizer = tokenizer
-        if not getattr(tokenizer, "chat_template", None):
+        self.chat_template = chat_template
+        self.template_kwargs = dict(template_kwargs or {})
+        if not (chat_template or getattr(tokenizer, "chat_template", None)):
             raise GemError("GEM formats turns with the tokenizer's chat template, but this tokenizer "
                            "has none; train a chat (instruct) model.")
+        self.end_of_turn_id = self._end_of_turn_id(self._after(""))
 
     def render(self, messages: list[dict[str, str]], *, generation_prompt: bool = False) -> str:
-        return self.tokenizer.apply_chat_template(messages, tokenize=False,
-                                                  add_generation_prompt=generation_prompt)
+        if self.chat_template is not None:
+            return self.tokenizer.apply_chat_template(messages, chat_template=self.chat_template, tokenize=False,
+                                                      add_generation_prompt=generation_prompt, **self.template_kwargs)
+        return self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=generation_prompt,
+                                                  **self.template_kwargs)
 
     def first(self, observation: str) -> str:
         return self.render([{"role": "user", "content": observation}], generation_prompt=True)
 
-    def after_answer(self, answer: str | Sequence[int], observation: str) -> str:
-        """The text between ``answer`` (its text with special tokens kept, or its token ids) and
-        the model's next answer, without what the answer already holds of it (its end-of-turn
-        token)."""
-        after = self._after(observation)
-        return after[self._written(self._text(answer), after):]
+    def ended_turn(self, answer: Sequence[int]) -> bool:
+        """Whether the answer's token ids end with the template's end-of-turn token."""
+        return self.end_of_turn_id is not None and len(answer) > 0 and int(answer[-1]) == self.end_of_turn_id
 
-    def answer_content(self, answer: str | Sequence[int]) -> str:
-        """The answer's text without the end of turn the model wrote (e.g. ``<|im_end|>``)."""
-        text = self._text(answer)
-        return text[:len(text) - self._written(text, self._after(""))]
+    def after_answer(self, answer: Sequence[int], observation: str) -> str:
+        """The text between ``answer`` (its token ids) and the model's next answer, without the
+        end-of-turn token when the answer wrote it; an answer cut before it gets it here."""
+        after = self._after(observation)
+        if self.ended_turn(answer):
+            return after[len(self.tokenizer.decode([self.end_of_turn_id], skip_special_tokens=False)):]
+        return after
+
+    def answer_content(self, answer: Sequence[int]) -> str:
+        """The answer as the environment gets it: its text without special tokens (its
+        end-of-turn token, another stop token, any special token inside it)."""
+        return self.tokenizer.decode(list(answer), skip_special_tokens=True)
+
+    def encode(self, text: str) -> list[int]:
+        """Token ids of chat-template text (its special tokens are in the text already)."""
+        return list(self.tokenizer.encode(text, add_special_tokens=False))
+
+    @cached_property
+    def rewrites_history(self) -> bool:
+        """Whether the template shows an earlier answer otherwise than the model wrote it: a full
+        render of the conversation then differs from the sampled answers kept in one sequence."""
+        user = {"role": "user", "content": self.PROBE_USER}
+        full = self.render([user, {"role": "assistant", "content": self.PROBE_WRITTEN},
+                            {"role": "user", "content": self.PROBE_USER}], generation_prompt=True)
+        return not full.startswith(self.first(self.PROBE_USER) + self.PROBE_WRITTEN)
+
+    def warn_if_rewriting(self, library: str) -> None:
+        """Say once per process and template when :attr:`rewrites_history` holds."""
+        key = (library, self.chat_template or str(getattr(self.tokenizer, "chat_template", "")))
+        if key in _WARNED or not self.rewrites_history:
+            return
+        _WARNED.add(key)
+        logger.warning(
+            "%s: this chat template renders earlier answers otherwise than the model wrote them (it drops their "
+            "reasoning, trims them or wraps them), so an episode trained as one sequence keeps each answer as "
+            "sampled, in a context a full render of the conversation would not give; see 'Token faithfulness' "
+            "in GEM's training docs.", library)
 
     def _after(self, observation: str) -> str:
         probe = self.render([{"role": "user", "content": self.PROBE_USER},
@@ -51,10 +103,10 @@ class ChatFormat:
                              {"role": "user", "content": observation}], generation_prompt=True)
         return probe[probe.rindex(self.PROBE_ANSWER) + len(self.PROBE_ANSWER):]
 
-    def _text(self, answer: str | Sequence[int]) -> str:
-        return answer if isinstance(answer, str) else self.tokenizer.decode(list(answer), skip_special_tokens=False)
-
-    @staticmethod
-    def _written(answer: str, after: str) -> int:
-        """How much of ``after`` the answer already ends with."""
-        return next(k for k in range(min(len(after), len(answer)), -1, -1) if answer.endswith(after[:k]))
+    def _end_of_turn_id(self, after: str) -> int | None:
+        """The added token that ``after`` (what follows an answer) starts with, if any."""
+        ids = self.encode(after)
+        if not ids:
+            return None
+        added = getattr(self.tokenizer, "added_tokens_decoder", {})
+        return int(ids[0]) if int(ids[0]) in added else None

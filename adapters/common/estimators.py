@@ -100,3 +100,14 @@ def _reduce_option(name: str, all_reduce: Any) -> dict[str, Any]:
 
     takes_all_reduce = "all_reduce" in inspect.signature(get_estimator(name)).parameters
     return {"all_reduce": all_reduce} if all_reduce is not None and takes_all_reduce else {}
+
+
+def token_advantage_stats(advantages: Any, response_mask: Any) -> dict[str, float]:
+    """:func:`gem_core.estimators.advantage_stats` of token rows: one value per turn (a run of 1s
+    in ``response_mask``), read on the turn's last token, so that the statistics weigh turns as
+    `gem train`'s do. What the adapters log of the estimator's output."""
+    from gem_adapters.common.turns import turn_end_positions
+    from gem_core.estimators import advantage_stats
+
+    return advantage_stats([[float(row[i]) for i in turn_end_positions(mask)]
+                            for row, mask in zip(advantages, response_mask)])

@@ -25,6 +25,7 @@ from typing import Any
 
 from gem_adapters.common.options import EpisodeOptions
 from gem_core import Env, make
+from gem_core.episodes import last_turn_success
 from gem_core.registry import apply_wrappers
 from gem_core.images import images_of
 from gem_core.wrappers.observation import as_seen
@@ -67,6 +68,7 @@ class EnvSession:
     def __init__(self, env: Env, env_id: str, seed: int | None, options: EpisodeOptions):
         self.env, self.env_id, self.seed, self.options = env, env_id, seed, options
         self.rewards: list[float] = []
+        self.last_info: dict[str, Any] = {}  # the info of the latest step
         self.stop: str | None = None
         self.error: str | None = None  # what failed, when stop is env_error
         #: The images of the latest observation (a visual task's ``info["images"]``, one per
@@ -103,7 +105,7 @@ class EnvSession:
         play several episodes one after the other. A reset that raises is retried with other
         seeds (logged); if every attempt fails, the observation says so and the first step ends
         the episode."""
-        self.rewards, self.stop, self.error, self.images = [], None, None, []
+        self.rewards, self.last_info, self.stop, self.error, self.images = [], {}, None, None, []
         for attempt in range(RESET_ATTEMPTS):
             seed = self.seed if self.seed is None or attempt == 0 else self.seed + attempt * RESEED_STRIDE
             try:
@@ -130,10 +132,10 @@ class EnvSession:
             logger.error("Environment %s (seed %s) failed at turn %d; the episode ends truncated: %s",
                          self.env_id, self.seed, self.turns + 1, self.error)
             self.rewards.append(0.0)
-            self.stop, self.images = "env_error", []
+            self.stop, self.images, self.last_info = "env_error", [], {}
             return StepOutcome(f"The environment failed ({self.error}).", 0.0, self.stop)
         self.rewards.append(reward)
-        self.images = images_of(info)
+        self.images, self.last_info = images_of(info), info
         if terminated or truncated:
             self.stop = "terminated" if terminated else "truncated"
         elif self.turns == self.options.max_turns:
@@ -144,6 +146,19 @@ class EnvSession:
     def terminated(self) -> bool:
         """True only when the environment itself ended the episode (not a limit or a failure)."""
         return self.stop == "terminated"
+
+    @property
+    def success(self) -> bool:
+        """Whether the episode so far was won, as `gem train` counts it
+        (:func:`gem_core.episodes.last_turn_success` of the latest step)."""
+        return bool(self.rewards) and last_turn_success(self.last_info, self.rewards[-1])
+
+    def metrics(self) -> dict[str, float]:
+        """The episode in numbers, as the adapters hand them to their library's logger: ``turns``,
+        ``terminated`` (the environment ended it), ``success`` (won) and ``format_error`` (its last
+        turn was one), each counted as `gem train` counts them."""
+        return {"turns": float(self.turns), "terminated": float(self.terminated), "success": float(self.success),
+                "format_error": float(bool(self.last_info.get("format_error")))}
 
     def close(self) -> None:
         try:

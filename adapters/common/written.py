@@ -1,5 +1,6 @@
 """What a config command writes for a library that reads the datasets and one GEM file of its own
-(an agent or environment file the library loads), and the launch command it prints."""
+(an agent or environment file the library loads), and the launch command it prints; and
+:func:`yaml_writer`, the YAML writer of every config command that writes YAML."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from typing import Any
 from gem_adapters.common.dataset import RowFunction, WrittenSplits, write_splits
 from gem_adapters.common.launch import command_line
 from gem_adapters.common.settings import RunSettings
-from gem_core.errors import GemError
+from gem_core.errors import GemError, MissingDependencyError
 
 
 @dataclass(frozen=True)
@@ -67,3 +68,22 @@ class FileRun:
         return write_run(settings, row=self.row, file_name=self.file_name, file_text=self.file_text(settings),
                          launch_argv=lambda train, val, file: self.launch_argv(settings, train, val, file),
                          progress=progress)
+
+
+def yaml_writer(library: str, *, hydra: bool) -> Callable[[Any], str]:
+    """A function that writes data as YAML for ``gem <library> config``: OmegaConf's writer (the
+    dialect Hydra reads) when ``hydra``, else PyYAML's, keys in their order. Raises
+    :class:`MissingDependencyError`, naming the library's extra, when the writer is not installed;
+    call it before writing anything."""
+    command = f"`gem {library} config`"
+    if hydra:
+        try:
+            from omegaconf import OmegaConf
+        except ImportError:
+            raise MissingDependencyError(command, "omegaconf", library) from None
+        return lambda data: OmegaConf.to_yaml(OmegaConf.create(data))
+    try:
+        import yaml
+    except ImportError:
+        raise MissingDependencyError(command, "yaml", library) from None
+    return lambda data: yaml.safe_dump(data, sort_keys=False)

@@ -21,6 +21,11 @@ last kept turn, the prompt and response text and token ids, vLLM's log-probabili
 response tokens, whether the response ran out of tokens (``response_is_truncated``; then
 ``action_is_formatted`` is False, and with ``--ignore_no_eos`` the loss mask is off), and the
 episode's environment id and seed, which the learner's group estimators group by.
+
+The step's metrics, which oat logs, add the episodes counted as ``gem train`` counts them:
+``actor/gem_success_rate``, ``actor/gem_format_error_rate``, ``actor/gem_turns_per_episode`` and
+``actor/gem_mean_return``; oat's learner logs the advantages itself (``adv_mean``, ``adv_min``,
+``adv_max``).
 """
 
 from __future__ import annotations
@@ -97,6 +102,7 @@ class GemOatActor(PPOMultiTurnActor):
         """Play every start ``--num_samples`` times; one list of transitions per episode, the
         episodes of a start next to each other."""
         from gem_core import collect_episodes
+        from gem_core.episodes import episode_stats
 
         samples = self.args.num_samples
         slots = [start for start in self.starts for _ in range(samples)]
@@ -112,10 +118,13 @@ class GemOatActor(PPOMultiTurnActor):
                 played.append(transitions)
         self._sampled.clear()
         faults = sum("fault" in turn.info for episode in episodes for turn in episode.turns)
+        stats = episode_stats(episodes)  # as `gem train` counts them
         return played, {"actor/gem_episodes": float(len(played)),
                         "actor/gem_episodes_cut_at_max_model_len": float(cut),
                         "actor/gem_env_faults": float(faults),
-                        "actor/gem_quarantined_slots": float(len(vector.quarantined))}
+                        "actor/gem_quarantined_slots": float(len(vector.quarantined)),
+                        **{f"actor/gem_{key}": stats[key] for key in ("mean_return", "success_rate",
+                                                                       "format_error_rate", "turns_per_episode")}}
 
     def vector_env(self, env_ids: list[str]) -> Any:
         """An async GEM vector environment with one slot per id; kept for the next step while

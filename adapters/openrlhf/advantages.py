@@ -15,6 +15,8 @@ turn of every sample in the batch, which is every data-parallel rank's data, sin
 holds the whole batch. Group estimators group the ``--rollout.n_samples_per_prompt`` samples of
 each prompt, as OpenRLHF does. OpenRLHF's own shaping of one episode reward (length penalties,
 group baselines, advantage whitening) does not run: the GEM estimator defines the advantage.
+Each experience's ``info`` gets the batch's advantage statistics over its turns
+(``gem_advantage_mean``, ``_std``, ``_min``, ``_max``), which OpenRLHF logs with its metrics.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from typing import Any
 import torch
 
 from gem_adapters.common import patch
-from gem_adapters.common.estimators import gem_estimator, token_estimate
+from gem_adapters.common.estimators import gem_estimator, token_advantage_stats, token_estimate
 from gem_adapters.common.turns import rewards_on_turn_ends
 from gem_adapters.openrlhf.labels import turn_rewards
 
@@ -57,6 +59,7 @@ def gem_advantages_and_returns(maker: Any, experiences: list[Any], *, estimator:
     token_rewards, mask = torch.stack(rows), torch.stack(masks)
     advantages, returns = token_estimate(estimator, token_rewards, mask, gamma=args.algo.advantage.gamma,
                                          group_ids=groups)
+    stats = token_advantage_stats(advantages, mask)  # the batch's, on every sample: OpenRLHF logs info's mean
     sizes = [len(e.labels) for e in experiences]
     for experience, part, advantage, ret in zip(experiences, token_rewards.split(sizes),
                                                 advantages.split(sizes), returns.split(sizes)):
@@ -66,6 +69,8 @@ def gem_advantages_and_returns(maker: Any, experiences: list[Any], *, estimator:
         experience.advantages = advantage[:, :columns].float().to(device)
         experience.returns = ret[:, :columns].float().to(device)
         experience.info["return"] = part.sum(dim=-1).float()
+        samples = len(experience.labels)
+        experience.info.update({f"gem_{key}": torch.full((samples,), value) for key, value in stats.items()})
         experience.kl = None
     return experiences
 

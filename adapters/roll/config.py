@@ -16,8 +16,9 @@ from typing import Any
 from gem_adapters.common.estimators import library_name
 from gem_adapters.common.launch import command_line, python_command
 from gem_adapters.common.settings import RunSettings as CommonSettings
+from gem_adapters.common.written import yaml_writer
 from gem_adapters.roll.rollout import roll_env_id
-from gem_core.errors import GemError, MissingDependencyError
+from gem_core.errors import GemError
 
 CONFIG_NAME = "gem_roll"
 ENV_MANAGERS = ("step_concat", "step")  # ROLL's step_reinforce needs one sample per turn
@@ -78,7 +79,7 @@ class WrittenRun:
 def write_run(settings: RunSettings) -> WrittenRun:
     """Write the config into ``settings.out_dir``."""
     settings.check()
-    yaml = yaml_writer()  # fail before writing anything
+    yaml = yaml_writer("roll", hydra=True)  # fail before writing anything
     out = settings.out_dir.expanduser().resolve()
     out.mkdir(parents=True, exist_ok=True)
     written = WrittenRun(out / f"{CONFIG_NAME}.yaml", settings.roll_dir)
@@ -205,12 +206,3 @@ def roll_config(settings: RunSettings) -> dict[str, Any]:
     if not settings.native_normalisation:
         config["pipeline_cls"] = f"gem_adapters.roll.pipeline.{estimator}"
     return config
-
-
-def yaml_writer() -> Any:
-    """OmegaConf's YAML writer (the YAML dialect Hydra reads)."""
-    try:
-        from omegaconf import OmegaConf
-    except ImportError:
-        raise MissingDependencyError("`gem roll config`", "omegaconf", "roll") from None
-    return lambda data: OmegaConf.to_yaml(OmegaConf.create(data))

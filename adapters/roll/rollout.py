@@ -15,9 +15,12 @@ registered entry point is :class:`RollEnv`, which plays one GEM adapters environ
   an episode only on ``terminated``; ``truncated`` then says it was cut short (the environment's
   own limit, ``max_turns``, or an environment that failed: logged, never raised).
 * ``info`` holds only what ROLL reads, since ROLL merges it into its own per-step records:
-  ``use_tool`` (a tool answered, so ``TrajEnvManager`` sends the observation as a tool message) and
-  ``metrics`` (the numeric values of the GEM info, plus ``env_error``), which ROLL averages per
-  episode and logs as ``env/<tag>/<key>``.
+  ``use_tool`` (a tool answered, so ``TrajEnvManager`` sends the observation as a tool message),
+  ``metrics`` (the numeric values of the GEM info, plus ``env_error``, and the episode so far as
+  ``gem_turns``, ``gem_terminated``, ``gem_success`` and ``gem_format_error``, see
+  :meth:`~gem_adapters.common.session.EnvSession.metrics`) and ``metrics_agg_mode``: ROLL
+  aggregates each metric over the episode's steps (the mean, or ``last`` for the ``gem_``
+  numbers, so that they are the episode's) and logs it as ``env/<tag>/<key>``.
 """
 
 from __future__ import annotations
@@ -90,9 +93,11 @@ class RollEnv(_base_class()):  # type: ignore[misc]
 
     def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
         outcome = self._run(self._session.step(action))
+        episode = {f"gem_{key}": value for key, value in self._session.metrics().items()}
         info = {
             "use_tool": bool(outcome.info.get("use_tool", False)),
-            "metrics": {**numeric_values(outcome.info), "env_error": float(outcome.stop == "env_error")},
+            "metrics": {**numeric_values(outcome.info), "env_error": float(outcome.stop == "env_error"), **episode},
+            "metrics_agg_mode": dict.fromkeys(episode, "last"),  # the episode's numbers at its end
         }
         return outcome.observation, outcome.reward, outcome.done, outcome.done and not self._session.terminated, info
 

@@ -17,7 +17,8 @@ episode), the GEM estimator runs once over the whole generation batch with ``gam
 (ReBN's mean and std thus cover every process; group estimators group each prompt's
 ``num_generations`` episodes, which TRL places next to each other), and this process keeps its
 own episodes, as TRL does with its own advantages. Each turn's advantage goes on every model token
-of that turn; environment tokens and padding get 0.
+of that turn; environment tokens and padding get 0. The statistics of the batch's per-turn
+advantages go to TRL's log as ``gem/advantage_mean``, ``_std``, ``_min`` and ``_max``.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from typing import Any
 
 from gem_adapters.common.estimators import turn_estimate
 from gem_core.errors import GemError
+from gem_core.estimators import advantage_stats
 
 
 def batch_turn_advantages(estimator: str, turn_rewards: Sequence[Sequence[float]], *, gamma: float,
@@ -71,6 +73,8 @@ def gem_advantages(trainer: Any, inputs: Sequence[dict[str, Any]], width: int, *
                        "rollout (gem_adapters.trl.EpisodeRollout).") from None
     everyone = gather_object(local) if trainer.accelerator.num_processes > 1 else local
     per_turn = batch_turn_advantages(estimator, everyone, gamma=gamma, group_size=group_size)
+    for key, value in advantage_stats(per_turn).items():  # over every process's turns
+        trainer._metrics["train"][f"gem/{key}"].append(value)
     first = trainer.accelerator.process_index * len(local)
     mine = per_turn[first:first + len(local)]
     return token_advantages(mine, spans, width).to(trainer.accelerator.device)

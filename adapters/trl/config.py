@@ -22,10 +22,10 @@ from typing import Any
 from gem_adapters.common import written
 from gem_adapters.common.launch import command_line, python_command
 from gem_adapters.common.settings import RunSettings as CommonSettings
-from gem_adapters.common.written import WrittenRun
+from gem_adapters.common.written import WrittenRun, yaml_writer
 from gem_adapters.trl import TRL_ESTIMATOR
 from gem_adapters.trl.train import FACTORY, MODES, ROLLOUT
-from gem_core.errors import GemError, MissingDependencyError
+from gem_core.errors import GemError
 
 CONFIG_FILE = "gem_trl.yaml"
 TRAIN_MODULE = "gem_adapters.trl.train"
@@ -71,7 +71,7 @@ def write_run(settings: RunSettings, *, progress: Any = None) -> WrittenRun:
     """Write the datasets and the config file into ``settings.out_dir``; ``progress``, when given,
     is called with the number of rows written so far."""
     settings.check()
-    yaml = yaml_writer()  # fail before writing anything
+    yaml = yaml_writer("trl", hydra=False)  # fail before writing anything
     out = settings.out_dir.expanduser().resolve()
     files = (out / "train.jsonl", out / "val.jsonl")
     row = factory_row(len(settings.env_ids) > 1) if settings.mode == FACTORY else dataset_row
@@ -147,11 +147,3 @@ def launch_argv(settings: RunSettings, config: Path) -> list[str]:
         return ["accelerate", "launch", f"--num_processes={settings.processes}", *machines,
                 "-m", TRAIN_MODULE, "--config", str(config)]
     return python_command("-m", TRAIN_MODULE, "--config", str(config))
-
-
-def yaml_writer() -> Any:
-    try:
-        import yaml
-    except ImportError:
-        raise MissingDependencyError("`gem trl config`", "yaml", "trl") from None
-    return lambda data: yaml.safe_dump(data, sort_keys=False)

@@ -51,7 +51,6 @@ from gem_adapters.common.options import EpisodeOptions
 from gem_adapters.common.session import EnvSession
 from gem_adapters.trl.tool_functions import as_method
 from gem_adapters.trl.versions import check_factory_trl, has_environment_reward
-from gem_core.episodes import last_turn_success
 from gem_core.errors import GemError
 from gem_core.tools.actions import action_text, tool_wrappers
 
@@ -113,7 +112,7 @@ class GemEnvironment:
             return f"The episode is over ({session.stop}); nothing more can be done in it."
         outcome = _run(session.step(action))
         self.info.update(turn_rewards=list(session.rewards), stop=session.stop, error=session.error,
-                         success=last_turn_success(outcome.info, outcome.reward))
+                         success=session.success)
         return outcome.observation
 
     def _call_tool(self, function: str, arguments: dict[str, Any]) -> str:

@@ -11,8 +11,9 @@ resets it with the row's seed, and the episode goes on turn by turn:
 * every running episode's tokens so far go through ``trainer._generate_single_turn`` in one batch:
   TRL's own generation, with transformers' ``generate`` (on CPU too), or vLLM when TRL is
   configured for it, under TRL's ``generation_config`` (``max_completion_length`` caps one turn);
-* the answer, without its end-of-turn token, steps the environment; the observation follows the
-  answer as a user message, rendered by the model's chat template (:class:`ChatFormat`);
+* the answer's text, without special tokens, steps the environment; the observation follows the
+  answer's token ids as a user message, rendered by the model's chat template (:class:`ChatFormat`),
+  after the end-of-turn token when the answer was cut before it;
 * the episode ends when the environment ends it, at ``max_turns``, when an environment error ends
   it truncated (the batch goes on), or when the next turn would not fit ``episode_tokens`` (every
   model and environment token after the prompt).
@@ -21,8 +22,9 @@ TRL gets ``prompt_ids`` (the first observation through the chat template), ``com
 (every turn's answer and the environment's text between), ``env_mask`` (1 on the model's tokens;
 TRL multiplies its loss mask by it), ``logprobs`` (vLLM's, 0 on environment tokens; None under
 transformers), and per episode ``gem_turn_rewards``, ``gem_turn_spans`` (each turn's [start, end)
-in the completion), ``gem_stop`` and ``gem_success`` (won, as ``gem train`` counts it), which reach the reward functions and
-:mod:`~gem_adapters.trl.advantages`.
+in the completion), ``gem_stop``, ``gem_success`` (won, as ``gem train`` counts it) and
+``gem_format_error`` (the last turn was one), which reach the reward functions,
+:mod:`~gem_adapters.trl.advantages` and the trainer's log.
 """
 
 from __future__ import annotations
@@ -36,7 +38,6 @@ from gem_adapters.common.chat import ChatFormat
 from gem_adapters.common.options import EpisodeOptions
 from gem_adapters.common.session import STOP_REASONS as SESSION_STOPS
 from gem_adapters.common.session import EnvSession
-from gem_core.episodes import last_turn_success
 from gem_core.errors import GemError
 
 #: Why an episode stopped (``gem_stop``): the session's reasons, or the episode's token budget.
@@ -55,7 +56,6 @@ class PlayedEpisode:
     logprobs: list[float] = field(default_factory=list)
     turn_spans: list[tuple[int, int]] = field(default_factory=list)
     stop: str | None = None
-    success: bool = False  # won, as `gem train` counts it (gem_core.episodes.last_turn_success)
 
     @property
     def context(self) -> list[int]:
@@ -88,11 +88,10 @@ class EpisodeRollout:
         if starts is None or len(starts) != len(prompts):
             raise GemError("The GEM rollout needs each prompt's environment id and seed: train with "
                            "gem_adapters.trl.GemGRPOTrainer (it passes them), on rows written by `gem trl config`.")
-        tokenizer = trainer._tokenizer
-        chat = self.chat_format(tokenizer)
-        episodes = asyncio.run(self._start(starts, chat, tokenizer))
+        chat = self.chat_format(trainer._tokenizer)
+        episodes = asyncio.run(self._start(starts, chat))
         try:
-            self._play(episodes, trainer, chat, tokenizer)
+            self._play(episodes, trainer, chat)
         finally:
             for episode in episodes:
                 episode.session.close()
@@ -104,15 +103,17 @@ class EpisodeRollout:
             "gem_turn_rewards": [list(e.session.rewards) for e in episodes],
             "gem_turn_spans": [list(e.turn_spans) for e in episodes],
             "gem_stop": [e.stop for e in episodes],
-            "gem_success": [e.success for e in episodes],
+            "gem_success": [e.session.success for e in episodes],
+            "gem_format_error": [bool(e.session.metrics()["format_error"]) for e in episodes],
         }
 
     def chat_format(self, tokenizer: Any) -> ChatFormat:
         if self._chat is None or self._chat[0] is not tokenizer:
             self._chat = (tokenizer, ChatFormat(tokenizer))
+            self._chat[1].warn_if_rewriting("TRL")
         return self._chat[1]
 
-    async def _start(self, starts: Sequence[Start], chat: ChatFormat, tokenizer: Any) -> list[PlayedEpisode]:
+    async def _start(self, starts: Sequence[Start], chat: ChatFormat) -> list[PlayedEpisode]:
         sessions: list[EnvSession] = []
         try:
             for env_id, seed in starts:
@@ -122,10 +123,10 @@ class EpisodeRollout:
             for session in sessions:
                 session.close()
             raise
-        return [PlayedEpisode(session, encode(tokenizer, chat.first(observation)))
+        return [PlayedEpisode(session, chat.encode(chat.first(observation)))
                 for session, observation in zip(sessions, observations)]
 
-    def _play(self, episodes: list[PlayedEpisode], trainer: Any, chat: ChatFormat, tokenizer: Any) -> None:
+    def _play(self, episodes: list[PlayedEpisode], trainer: Any, chat: ChatFormat) -> None:
         while True:
             running = [e for e in episodes if e.stop is None]
             if not others_running(trainer, len(running)):
@@ -142,11 +143,10 @@ class EpisodeRollout:
                 episode.add(answer, model=True, logprobs=None if logprobs is None else logprobs[index])
             outcomes = asyncio.run(_step_all([(e.session, chat.answer_content(a)) for e, a in zip(running, answers)]))
             for episode, answer, outcome in zip(running, answers, outcomes):
-                episode.success = last_turn_success(outcome.info, outcome.reward)
                 if outcome.done:
                     episode.stop = outcome.stop
                     continue
-                between = encode(tokenizer, chat.after_answer(answer, outcome.observation))
+                between = chat.encode(chat.after_answer(answer, outcome.observation))
                 if self.episode_tokens is not None and len(episode.completion_ids) + len(between) >= self.episode_tokens:
                     episode.stop = "episode_tokens"
                     continue
@@ -155,11 +155,6 @@ class EpisodeRollout:
 
 async def _step_all(steps: Sequence[tuple[EnvSession, str]]) -> list[Any]:
     return await asyncio.gather(*(session.step(action) for session, action in steps))
-
-
-def encode(tokenizer: Any, text: str) -> list[int]:
-    """Token ids of chat-template text (its special tokens are in the text already)."""
-    return list(tokenizer.encode(text, add_special_tokens=False))
 
 
 def others_running(trainer: Any, local_running: int) -> bool:

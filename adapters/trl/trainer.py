@@ -95,17 +95,18 @@ class GemGRPOTrainer(GRPOTrainer):
         return output
 
     def _log_episodes(self, inputs: list[dict[str, Any]], mode: str) -> None:
-        """Turns per episode, the share of episodes the environment ended and the share won (as
-        `gem train` counts it), over all processes."""
+        """Turns per episode, the share of episodes the environment ended, the share won and the
+        share that ended on a format error (as `gem train` counts them), over all processes."""
         import torch
 
         local = [[float(len(row["gem_turn_rewards"])), float(row["gem_stop"] == "terminated"),
-                  float(row["gem_success"])] for row in inputs]
+                  float(row["gem_success"]), float(row["gem_format_error"])] for row in inputs]
         sums = torch.tensor(local, dtype=torch.float64).sum(dim=0).tolist()
         stats = self.accelerator.gather(torch.tensor([*sums, len(inputs)], dtype=torch.float32,
                                                      device=self.accelerator.device))
-        turns, ended, won, episodes = stats.view(-1, 4).sum(dim=0).tolist()
+        turns, ended, won, format_errors, episodes = stats.view(-1, 5).sum(dim=0).tolist()
         episodes = max(episodes, 1.0)
         self._metrics[mode]["gem/turns"].append(turns / episodes)
         self._metrics[mode]["gem/terminated"].append(ended / episodes)
         self._metrics[mode]["gem/success_rate"].append(won / episodes)
+        self._metrics[mode]["gem/format_error_rate"].append(format_errors / episodes)

@@ -15,10 +15,11 @@ from gem_adapters.common.dataset import write_splits
 from gem_adapters.common.estimators import library_name
 from gem_adapters.common.launch import command_line, python_command
 from gem_adapters.common.settings import RunSettings as CommonSettings
+from gem_adapters.common.written import yaml_writer
 from gem_adapters.verl import AGENT_LOOP_NAME
 from gem_adapters.verl.cpu_config import cpu_config, merged
 from gem_adapters.verl.cpu_sizing import ModelSize, model_size
-from gem_core.errors import GemError, MissingDependencyError
+from gem_core.errors import GemError
 
 CONFIG_NAME = "gem_verl"
 ROLLOUT_ENGINES = ("vllm", "sglang")
@@ -76,7 +77,7 @@ def write_run(settings: RunSettings, *, progress: Any = None,
     told when the built-in model is converted (once).
     """
     settings.check()
-    yaml = yaml_writer()  # fail before writing anything
+    yaml = yaml_writer("verl", hydra=True)  # fail before writing anything
     settings = replace(settings, model=model_path(settings.model, on_convert=on_convert))
     size = model_size(settings.model) if settings.device == "cpu" else None
     out = settings.out_dir.expanduser().resolve()
@@ -209,15 +210,6 @@ def experiment_name(settings: RunSettings) -> str:
     first = settings.env_ids[0].replace(":", "-")
     more = f"-and-{len(settings.env_ids) - 1}-more" if len(settings.env_ids) > 1 else ""
     return f"{first}{more}-{settings.estimator}"
-
-
-def yaml_writer() -> Any:
-    """OmegaConf's YAML writer (the YAML dialect Hydra reads)."""
-    try:
-        from omegaconf import OmegaConf
-    except ImportError:
-        raise MissingDependencyError("`gem verl config`", "omegaconf", "verl") from None
-    return lambda data: OmegaConf.to_yaml(OmegaConf.create(data))
 
 
 def config_text(settings: RunSettings, train: Path, val: Path, yaml: Any, size: ModelSize | None = None) -> str:

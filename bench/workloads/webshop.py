@@ -1,8 +1,8 @@
 """Workload: WebShop reset and step latency, and resident memory, on the sample GEM ships and on
 a generated catalogue in upstream's file format (100,000 products by default).
 
-The catalogue is generated at bench time under ``$XDG_CACHE_HOME/gem-adapters/bench/webshop-N``
-(never committed) and its database and search index are built on first use, beside it; the
+The catalogue is generated at bench time under ``bench/webshop-N`` in GEM's cache folder
+(``~/.cache/gem-adapters``, see :func:`gem_core.cache.cache_dir`; never committed) and its database and search index are built on first use, beside it; the
 build is timed apart (``webshop_open_s_*``: the first open builds, later ones only open) and is not part of the latency. Each episode is a
 reset then a fixed walk: a search for the goal's own words, a click on the first result, its
 first option, its description, back, and buy; the search step and the click steps are timed
@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import random
 import resource
 import statistics
@@ -138,8 +137,9 @@ def main() -> None:
     count = args.products or (10_000 if args.quick else 100_000)
     from gem_envs.webshop.plugin import SAMPLE_DIR
 
-    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "gem-adapters" / "bench"
-    folder = cache / f"webshop-{count}"
+    from gem_core.cache import cache_dir
+
+    folder = cache_dir("bench", f"webshop-{count}")
     if not (folder / "items_human_ins.json").is_file():
         generate_catalogue(folder, count)
     metrics = {}

@@ -137,6 +137,8 @@ class CodeEnv(DatasetEnv):
         summary = f"{report.passed} of {report.total} tests passed"
         if report.timed_out:
             summary += f", {report.timed_out} timed out"
+        if report.first_error:
+            info["error"] = report.first_error
         message = f"{summary}. First problem: {report.first_error}" if report.first_error else summary + "."
         return message, Reward.FAIL, True, False, info
 

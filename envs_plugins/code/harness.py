@@ -9,6 +9,7 @@ Protocol. Each job is one line of standard input: base64 of a ``marshal``-ed dic
 
     {"program": str, "prelude": str, "imports": [str], "per_test_timeout": float,
      "total_timeout": float, "memory_mb": int, "protect": bool, "kill_strays": bool,
+     "candidates": str,  # with assert tests: the source of gem_envs.code.candidates
      "tests": [{"kind": "stdio", "input": str, "max_output": int}
              | {"kind": "call", "fn_name": str, "args": list, "max_output": int}
              | {"kind": "assert", "entry_point": str, "candidate": str,
@@ -37,10 +38,12 @@ the clock: a test that overruns its time limit has its child (and everything the
 killed with SIGKILL, which no program can catch, and the tests after it continue in a new child;
 so do the tests after one that crashed the child or ended it with ``os._exit``. The harness itself
 never runs submitted code nor parses what children write. Expected outputs of stdio and call tests
-never enter the sandbox, so a submission cannot read them; assert tests carry their expectations
-in their code, which a determined submission could subvert, as with the original HumanEval
-harness. With ``protect`` the harness makes itself non-dumpable, so that children (which lose the
-result channel) cannot reach it through /proc.
+never enter the sandbox, so a submission cannot read them. Assert tests carry their expectations in
+their code, so their children run the problem's prelude and the test only: the submission runs in
+the candidate server (:mod:`gem_envs.code.candidates`, a new interpreter started for the tests of
+a job, given to the children of a window), and the test's calls to the candidate get plain data
+back from it. With ``protect`` the harness makes itself non-dumpable, so that no process of the
+submission can reach it, or a child, through /proc.
 """
 
 import _json
@@ -124,6 +127,7 @@ class Run:
         self.job, self.null_fd, self.pristine = job, null_fd, pristine
         self.notify_r, self.notify_w = notify_pipe()
         self.children = []
+        self.server = None  # the candidate server of the assert tests, while one runs
 
     def tests(self):
         """The records of the tests that ran, in order."""
@@ -134,28 +138,36 @@ class Run:
             report = outcome("error", describe(e))
             return [{"i": i, "status": "exited", "seconds": 0.0, "exit_code": None, "output": None, "report": report}
                     for i in range(len(tests))]
+        programs = (program, compile(job["prelude"], "prelude.py", "exec"))
         deadline = time.monotonic() + job["total_timeout"]
         records, first = [], 0
         while first < len(tests) and time.monotonic() < deadline:
             files = [output_files(test, self.null_fd) for test in tests[first:first + WINDOW]]
-            pid = self.fork(program, first, files)
+            if any(test["kind"] == "assert" for test in tests[first:first + WINDOW]):
+                if self.server is None:
+                    self.server = candidates(job)["Server"](job["candidates"], self.null_fd, keep_only_fds)
+                    self.server.load(job, child_limits(job), deadline)
+            session = self.server.session(job["per_test_timeout"]) if self.server is not None else None
+            pid = self.fork(programs, first, files, session)
             try:
                 finished = watch(pid, tests, files, first, self.notify_r, job["per_test_timeout"], deadline, records)
             finally:
                 close_files(files, self.null_fd)
             if not finished:
+                self.stop_server()  # it may be stuck in the stopped test's call
                 if job.get("kill_strays"):
                     kill_strays()  # processes a test started in a session of their own
                 read_available(self.notify_r)  # what a stopped child wrote is not the next one's
             first = records[-1]["i"] + 1
         return records
 
-    def fork(self, program, first, files):
+    def fork(self, programs, first, files, session):
+        channel = self.server.channel if self.server is not None else ()
         pid = os.fork()
         if pid == 0:  # the child: runs its tests, never returns
             try:
-                keep_only_fds(self.null_fd, self.notify_w, *(fd for pair in files for fd in pair))
-                run_child(program, self.job, first, files, self.notify_w, self.null_fd, self.pristine)
+                keep_only_fds(self.null_fd, self.notify_w, *channel, *(fd for pair in files for fd in pair))
+                run_child(programs, session, self.job, first, files, self.notify_w, self.null_fd, self.pristine)
             finally:
                 os._exit(1)
         try:
@@ -165,12 +177,28 @@ class Run:
         self.children.append(pid)
         return pid
 
+    def stop_server(self):
+        if self.server is not None:
+            self.server.stop()
+            self.server = None
+
     def close(self):
         """Stop the children and what they started (those that ran all their tests are exiting)."""
         for pid in self.children:
             stop(pid)
+        self.stop_server()
         os.close(self.notify_r)
         os.close(self.notify_w)
+
+
+_candidates = {"__name__": "candidates"}
+
+
+def candidates(job):
+    """The module :mod:`gem_envs.code.candidates`, run here from the first job that carries it."""
+    if "Server" not in _candidates:
+        exec(compile(job["candidates"], "candidates.py", "exec"), _candidates)
+    return _candidates
 
 
 def notify_pipe():
@@ -407,10 +435,11 @@ def child_limits(job):
     return limits
 
 
-def run_child(program, job, first, files, notify_w, null_fd, pristine):
+def run_child(programs, session, job, first, files, notify_w, null_fd, pristine):
     """Run tests ``first`` onwards (as many as ``files`` has places for), one after another, each
     with its own input, output, namespace and builtins (``pristine``); after each, write its report
-    and tell the harness. Leaves through ``os._exit``."""
+    and tell the harness. ``programs`` is the compiled program and prelude, ``session`` the link to
+    the candidate server (assert tests). Leaves through ``os._exit``."""
     tests = job["tests"][first:first + len(files)]
     try:
         prepare_child(null_fd)
@@ -432,9 +461,14 @@ def run_child(program, job, first, files, notify_w, null_fd, pristine):
             os.dup2(out_fd, 1)
             sys.stdin = open(0, encoding="utf-8", errors="surrogateescape", closefd=False)
             sys.stdout = open(1, "w", encoding="utf-8", closefd=False)
-            report = execute(program, test)
+            report = execute(programs, test, session)
         except BaseException as e:  # noqa: BLE001 - everything a program raises is a test outcome
             report = outcome("error", describe(e))
+        if session is not None and k == len(tests) - 1:
+            try:
+                session.close()  # before the harness, told this child is done, lets the next one begin
+            except BaseException:
+                pass
         try:
             sys.stdout.flush()
         except BaseException:
@@ -456,10 +490,13 @@ def outcome(status, error=None, value=None):
     return text + "}"
 
 
-def execute(program, test):
+def execute(programs, test, session):
     """Run the test in a fresh namespace; returns the report."""
+    program, prelude = programs
     namespace = {"__name__": "__main__", "__builtins__": __builtins__}
     kind = test["kind"]
+    if kind == "assert":
+        return run_assert(prelude, test, namespace, session)
     try:
         exec(program, namespace)
     except SystemExit as e:
@@ -481,11 +518,18 @@ def execute(program, test):
         if len(text) > test["max_output"]:
             return outcome("error", "The return value is too large.")
         return outcome("ok", value=text)
-    candidate = namespace.get(test["entry_point"])
-    if candidate is None:
-        return outcome("error", f"The program does not define {test['entry_point']}().")
-    scope = dict(namespace)
-    scope[test["candidate"]] = candidate
+    return outcome("error", f"Unknown test kind {kind!r}.")
+
+
+def run_assert(prelude, test, scope, session):
+    """An assert test: the prelude and the test here, the submission in the candidate server, called
+    through a stand-in under the test's name for it and the entry point's (some tests call that)."""
+    try:
+        exec(prelude, scope)
+        candidate = session.candidate(test["entry_point"])
+    except BaseException as e:
+        return outcome("error", describe(e))
+    scope[test["candidate"]] = scope[test["entry_point"]] = candidate
     try:
         for part in ("preamble", "setup", "test"):
             exec(compile(test[part], f"<test {part}>", "exec"), scope)
@@ -507,6 +551,8 @@ def find_function(namespace, name):
 
 
 def describe(error):
+    if isinstance(error, _candidates.get("CandidateError", ())):  # says it all: no class name before
+        return str(error)[-ERROR_TAIL:]
     text = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
     return text[-ERROR_TAIL:]
 

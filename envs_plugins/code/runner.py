@@ -103,12 +103,19 @@ def harness_source() -> str:
     return resources.files("gem_envs.code").joinpath("harness.py").read_text(encoding="utf-8")
 
 
+@functools.cache
+def candidates_source() -> str:
+    """The source of :mod:`gem_envs.code.candidates`, which assert tests' jobs carry."""
+    return resources.files("gem_envs.code").joinpath("candidates.py").read_text(encoding="utf-8")
+
+
 def build_job(problem: CodeProblem, program: str, limits: Limits) -> dict[str, Any]:
     """The harness's job: the program, the tests' inputs (no expected values) and the limits."""
     prefix = problem.prefix
     if prefix and not prefix.endswith("\n"):
         prefix += "\n"
     tests = [test.job() for test in problem.tests]
+    asserts = any(test["kind"] == "assert" for test in tests)
     return {
         "program": program,
         "prelude": prefix,
@@ -116,8 +123,9 @@ def build_job(problem: CodeProblem, program: str, limits: Limits) -> dict[str, A
         "per_test_timeout": float(limits.per_test_timeout),
         "total_timeout": float(limits.total_timeout),
         "memory_mb": int(limits.memory_mb),
-        "protect": any(test["kind"] == "assert" for test in tests),  # see the harness's notes
+        "protect": asserts,  # see the harness's notes
         "kill_strays": False,
+        **({"candidates": candidates_source()} if asserts else {}),
         "tests": tests,
     }
 

@@ -15,7 +15,7 @@ from gem_core.errors import GemError
 
 from gem_envs.math import grading
 from gem_envs.math.data import GeneratedProblems, Problems, load_problems, read_problems
-from gem_envs.math.question import DEFAULT_INSTRUCTION, QuestionEnv
+from gem_envs.question import DEFAULT_INSTRUCTION, QuestionEnv
 
 
 class MathProblemsEnv(QuestionEnv):

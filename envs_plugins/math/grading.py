@@ -3,7 +3,7 @@
 The answer is the content of the response's last ``\\boxed{}``. Answers that are textually the
 same as a gold answer (ignoring spacing and display-only LaTeX such as ``\\left``/``\\dfrac``), and
 integer answers to integer golds, are decided here at once. Everything else is compared by
-math-verify in a scoring worker under a time limit (:mod:`gem_envs.math.workers`): fractions,
+math-verify in a scoring worker under a time limit (:mod:`gem_core.sandbox.worker_pool`): fractions,
 decimals, LaTeX, percentages, intervals, sets, units, equations. An answer whose comparison
 exceeds the limit is graded incorrect and flagged ``timed_out``.
 """
@@ -17,8 +17,7 @@ from dataclasses import dataclass
 
 from gem_core.errors import MissingDependencyError
 from gem_core.parsing import last_boxed
-
-from gem_envs.math.workers import WorkerPool, shared_pool
+from gem_core.sandbox.worker_pool import WorkerPool, shared_pool
 
 #: Seconds math-verify may spend on one answer.
 DEFAULT_TIME_LIMIT = 2.0

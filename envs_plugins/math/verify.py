@@ -1,5 +1,5 @@
 """Answer equivalence with math-verify. Runs inside scoring workers (see
-:mod:`gem_envs.math.workers`), which enforce the time limit, so math-verify's own signal-based
+:mod:`gem_core.sandbox.worker_pool`), which enforce the time limit, so math-verify's own signal-based
 timeouts are switched off here."""
 
 from __future__ import annotations

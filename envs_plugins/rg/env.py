@@ -13,9 +13,9 @@ from typing import Any
 
 from gem_core.errors import GemError
 from gem_core.parsing import last_boxed
+from gem_core.sandbox.worker_pool import Outcome, WorkerPool, shared_pool
 
-from gem_envs.math.question import QuestionEnv
-from gem_envs.math.workers import Outcome, WorkerPool, shared_pool
+from gem_envs.question import QuestionEnv
 from gem_envs.rg.datasets import create_dataset
 
 DEFAULT_TIME_LIMIT = 5.0

@@ -2,7 +2,7 @@
 
 ``codeio`` makes each item by ``exec``-ing a program from its data (reasoning-gym warns that these
 are arbitrary code snippets) and calling it; some of them write files into the working directory.
-So its items are made in a worker process of :mod:`gem_envs.math.workers`, which runs
+So its items are made in a worker process of :mod:`gem_core.sandbox.worker_pool`, which runs
 :mod:`gem_envs.rg.program_worker`, instead of the caller's process: under bubblewrap (read-only
 file system, no network, own process namespace), in a private scratch folder that is removed after
 each item, with a time limit. Where bubblewrap is missing or does not work, the worker still runs
@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from gem_core.errors import GemError
-from gem_envs.math.workers import WorkerPool, sandbox_prefix, shared_pool
+from gem_core.sandbox.worker_pool import WorkerPool, sandboxed, shared_pool
 
 logger = logging.getLogger(__name__)
 
@@ -39,11 +39,11 @@ def runs_programs(name: str, config: Mapping[str, Any]) -> bool:
 
 def sandboxed_item(name: str, size: int, seed: int, config_json: str, index: int) -> dict[str, Any]:
     """Item ``index`` of a dataset, made in a worker process (see the module's documentation)."""
-    sandboxed = bool(sandbox_prefix())
-    if not sandboxed:
+    in_sandbox = sandboxed()
+    if not in_sandbox:
         _warn_unsandboxed_once(name)
     arguments = (name, size, seed, config_json)
-    outcome = worker_pool().call("item", *arguments, index, sandboxed, time_limit=TIME_LIMIT,
+    outcome = worker_pool().call("item", *arguments, index, in_sandbox, time_limit=TIME_LIMIT,
                                  setup=("prepare", arguments))
     if outcome.timed_out:
         raise GemError(f"Making item {index} of reasoning-gym's {name!r} (dataset seed {seed}) ran its "

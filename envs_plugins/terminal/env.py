@@ -443,12 +443,13 @@ class TerminalEnv(Env):
         self.sandbox.put(LOGS_DIR, _empty_logs(), clean=True)
         setup, notes = self._tools[0], list(self._tools[1])
         script = "".join(f"echo {shlex.quote(note)}; " for note in notes) + setup + task.test_command
-        result = self.sandbox.execute(script, timeout=task.test_timeout,
+        result = self.sandbox.execute(script, timeout=task.test_timeout, isolated=True,
                                       env={"TEST_DIR": TESTS_DIR, "T_BENCH_TEST_DIR": TESTS_DIR})
         results = parse_test_output(result.output)
         rewards: dict[str, float] = {}
         if task.layout == HARBOR:
-            score, rewards, problem = read_reward(self.sandbox.execute(_READ_REWARD, timeout=10.0).output)
+            written = self.sandbox.execute(_READ_REWARD, timeout=10.0, isolated=True)
+            score, rewards, problem = read_reward(written.output)
             if problem:
                 notes.append(problem)
         else:

@@ -21,3 +21,10 @@ def gem_register_envs(register):
     for folder in sorted(p for p in BUILTIN_DIR.iterdir() if (p / "task.yaml").is_file()):
         register(f"terminal:{folder.name}-v0", _TERMINAL, task=folder.name, requires=NEEDS,
                  description=f"The shipped terminal task {folder.name!r}.")
+
+
+@hookimpl
+def gem_register_exploits(register):
+    register("terminal", "gem_envs.terminal.exploits:terminal_exploits",
+             description="Reward files, leftovers in the working directory, HOME and /tmp (modules, pytest "
+                         "configuration, shadowed tools, shell start-up files), planted and locked test files.")

@@ -7,12 +7,15 @@ uv, pinned plugins through ``uvx -w``); GEM runs them without the network
 ``PYTHONPATH`` and ``PATH``. A kit is the tools as pip installs them (``pip install --target``:
 packages, their metadata, their console scripts) from GEM's wheelhouse
 (:mod:`gem_envs.terminal.wheelhouse`), for the Python version of the sandbox or image that runs
-the tests. Each is made once per set of requirements and Python version under ``kits/`` in GEM's
-cache folder, which the sandbox or container sees read-only at :data:`KITS_PATH`.
+the tests, with GEM's own ``pytest`` launcher (:mod:`gem_envs.terminal.pytest_launcher`) in place
+of pip's console script, so that nothing the agent left in the working directory changes how the
+tests run. Each is made once per set of requirements, Python version and launcher under ``kits/``
+in GEM's cache folder, which the sandbox or container sees read-only at :data:`KITS_PATH`.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 import shutil
@@ -23,10 +26,11 @@ from pathlib import Path
 
 from packaging.requirements import Requirement
 
+from gem_core.cache import cache_dir
 from gem_core.errors import GemError
 
-from gem_envs.terminal import wheelhouse
-from gem_envs.terminal.cache import cache_root, locked
+from gem_envs.terminal import pytest_launcher, wheelhouse
+from gem_envs.terminal.cache import locked
 
 KITS_PATH = "/.gem/kits"  # where the sandbox or container sees the kits
 _PIP_TIMEOUT = 600.0
@@ -34,7 +38,7 @@ _PIP_TIMEOUT = 600.0
 
 def kits_root() -> Path:
     """The host folder holding every kit (made if missing), mounted at :data:`KITS_PATH`."""
-    root = cache_root() / "kits"
+    root = cache_dir("kits")
     root.mkdir(parents=True, exist_ok=True)
     return root
 
@@ -53,7 +57,7 @@ def kit(tools: tuple[str, ...], python: str) -> Path:
     """The host folder of the kit that installs ``tools`` for Python ``python`` (``"3.11"``),
     made on first use; :class:`~gem_core.errors.GemError` when they cannot be supplied."""
     requirements = sorted(pinned(tools))
-    key = hashlib.sha256(" ".join([python, *requirements]).encode()).hexdigest()[:16]
+    key = hashlib.sha256(" ".join([python, *requirements, _launcher()]).encode()).hexdigest()[:16]
     folder = kits_root() / f"py{python}-{key}"
     if folder.is_dir():
         return folder
@@ -91,8 +95,21 @@ def _install(requirements: list[str], python: str, target: Path) -> None:
                        f"--target` said: {result.stdout.strip()[-1500:]}).")
     for script in (target / "bin").glob("*") if (target / "bin").is_dir() else ():
         _run_on_python3(script)
+    for name in ("pytest", "py.test"):
+        (target / "bin" / name).write_text(_LAUNCHER_HEADER + _launcher())
+    (target / pytest_launcher.OWN_CONFIG).write_text("[pytest]\n")
     for path in [target, *target.rglob("*")]:  # readable by the sandbox's unprivileged user
         path.chmod(0o755 if path.is_dir() or path.parent == target / "bin" else 0o644)
+
+
+# Runs the rest of the file on the python3 that PATH finds, without the user site: sh reads the
+# second line as `exec python3 -s "$0" "$@"`, Python as a string (the trick of pip's own launchers).
+_LAUNCHER_HEADER = "#!/bin/sh\n'''exec' python3 -s \"$0\" \"$@\"\n' '''\n"
+
+
+@functools.lru_cache(maxsize=1)
+def _launcher() -> str:
+    return Path(pytest_launcher.__file__).read_text()
 
 
 _SH_LAUNCHER = re.compile(r"\A#!/bin/sh\n'''exec' .*\n' '''\n")  # pip's launcher for a long interpreter path

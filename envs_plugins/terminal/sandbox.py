@@ -100,10 +100,13 @@ class ShellSandbox:
                                "max_output": self.limits.max_output}, timeout)
         return CommandResult(reply["output"], reply["exit_code"], reply["timed_out"], reply["restarted"])
 
-    def execute(self, script: str, timeout: float, env: Mapping[str, str] | None = None) -> CommandResult:
-        """Run ``bash -c script`` as a fresh process (not in the shell), in the working directory."""
+    def execute(self, script: str, timeout: float, env: Mapping[str, str] | None = None,
+                isolated: bool = False) -> CommandResult:
+        """Run ``bash -c script`` as a fresh process (not in the shell), in the working directory.
+        ``isolated`` (grading) gives it a fresh, empty ``HOME``, no Python user site, and a ``PATH``
+        on which the folders the agent may write come last (see the supervisor's ``isolated``)."""
         reply = self._request({"op": "exec", "script": script, "timeout": timeout, "env": dict(env or {}),
-                               "max_output": self.limits.max_output}, timeout)
+                               "isolated": isolated, "max_output": self.limits.max_output}, timeout)
         return CommandResult(reply["output"], reply["exit_code"], reply["timed_out"])
 
     def put(self, directory: str, archive: bytes, clean: bool = False) -> None:

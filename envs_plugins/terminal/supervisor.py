@@ -14,10 +14,11 @@ Protocol: one JSON request per line on standard input, one JSON reply per line o
 
 * ``shell``: ``{"command", "timeout", "max_output"}`` runs a command in the persistent shell;
   replies ``{"output", "exit_code", "timed_out", "restarted"}``.
-* ``exec``: ``{"script", "timeout", "max_output", "env"}`` runs ``bash -c script`` in a fresh process
-  (set-up and grading), with the same reply.
+* ``exec``: ``{"script", "timeout", "max_output", "env", "isolated"}`` runs ``bash -c script`` in a
+  fresh process (set-up and grading), with the same reply; ``isolated`` gives it the variables of a
+  test run (:func:`isolated`).
 * ``put``: ``{"dir", "tar", "clean"}`` extracts a tar archive into ``dir`` (emptied first with
-  ``clean``).
+  ``clean``, whatever modes the agent left there; an error when something stays).
 * ``snapshot``: ``{"dir"}`` replies ``{"tar"}``, the directory as a tar archive.
 * ``kill_all``: ends the shell and every other process of the sandbox.
 
@@ -45,6 +46,7 @@ SUPERVISOR = os.getpid()
 AS_AGENT = {"user": AGENT_UID, "group": AGENT_UID, "extra_groups": []} if PRIVILEGED else {}
 
 GRACE = 1.0  # seconds a command's shell has to report back once its processes are killed
+AGENT_PLACES = ("/tmp", "/var/tmp", "/dev/shm")  # writable by the agent wherever it runs
 
 
 class Capture:
@@ -299,17 +301,53 @@ def default_signals():
         signal.signal(sig, signal.SIG_DFL)
 
 
-def put(directory, data, clean):
+def isolated(env, cwd):
+    """The variables of a test run: a fresh, empty ``HOME``, no Python user site, and ``PATH`` with
+    the folders the agent may write (the working directory, its ``HOME``, the temporary folders,
+    relative entries) after all the others, so that nothing the agent left there shadows a tool."""
+    import tempfile
+
+    places = [place.rstrip("/") for place in (cwd, env.get("HOME", ""), *AGENT_PLACES) if place.strip("/")]
+
+    def agents(entry):
+        return not entry.startswith("/") or any(entry == p or entry.startswith(p + "/") for p in places)
+
+    entries = [entry for entry in env.get("PATH", "").split(":") if entry]
+    result = {name: value for name, value in env.items() if name != "PYTHONUSERBASE"}
+    result.update(HOME=as_agent(tempfile.mkdtemp, "", "gem-test-home-", "/tmp"), PYTHONNOUSERSITE="1")
+    if entries:
+        result["PATH"] = ":".join([e for e in entries if not agents(e)] + [e for e in entries if agents(e)])
+    return result
+
+
+def empty(directory):
+    """Remove everything in ``directory``, whatever modes the agent gave it (in a container, where
+    the agent is root, ``directory`` itself may have been replaced); raise if anything stays."""
     import shutil
+
+    if os.path.islink(directory) or not os.path.isdir(directory):
+        if os.path.lexists(directory):
+            os.unlink(directory)
+        os.mkdir(directory)
+    for root, folders, _ in os.walk(directory):
+        for name in folders:  # before os.walk enters them: a folder the agent locked opens again
+            if not os.path.islink(os.path.join(root, name)):
+                os.chmod(os.path.join(root, name), 0o700)
+    for name in os.listdir(directory):
+        path = os.path.join(directory, name)
+        if os.path.isdir(path) and not os.path.islink(path):
+            shutil.rmtree(path)
+        else:
+            os.unlink(path)
+    if os.listdir(directory):
+        raise RuntimeError("%s could not be emptied" % directory)
+
+
+def put(directory, data, clean):
     import tarfile
 
     if clean:
-        for name in os.listdir(directory):
-            path = os.path.join(directory, name)
-            if os.path.isdir(path) and not os.path.islink(path):
-                shutil.rmtree(path, ignore_errors=True)
-            else:
-                os.unlink(path)
+        empty(directory)
     with tarfile.open(fileobj=io.BytesIO(base64.b64decode(data))) as tar:
         if hasattr(tarfile, "tar_filter"):
             tar.extractall(directory, filter="tar")
@@ -349,8 +387,9 @@ def main():
             if op == "shell":
                 reply = shell.run(request["command"], request["timeout"], request["max_output"])
             elif op == "exec":
+                variables = dict(env, **request.get("env", {}))
                 reply = run_once(request["script"], request["timeout"], request["max_output"], cwd,
-                                 dict(env, **request.get("env", {})))
+                                 isolated(variables, cwd) if request.get("isolated") else variables)
             elif op == "put":
                 reply = as_agent(put, request["dir"], request["tar"], request.get("clean", False))
             elif op == "snapshot":

@@ -5,8 +5,11 @@ installer, then pytest through uv (``uv init; uv add pytest==8.4.1; uv run pytes
 terminal-bench 1, ``uvx -p 3.13 -w pytest==8.4.1 -w pytest-json-ctrf==0.3.5 pytest ...`` in
 Terminal-Bench 2), or through pip. GEM supplies those tools instead
 (:mod:`gem_envs.terminal.pytest_kit`), so :func:`offline_script` turns the lines that only fetch
-them into no-ops and runs pytest as ``python3 -m pytest`` with the rest of its line unchanged;
-everything else in the script (its own reward file included) runs as written. The tools it
+them into no-ops, and runs pytest, however the script asks for it (``uvx ... pytest``, ``uv run
+pytest``, ``python3 -m pytest``), as the kit's ``pytest`` with the rest of its line unchanged: a
+launcher that no file in the working directory or in ``HOME`` can shadow (``python3 -m`` would
+import the working directory's ``pytest.py`` first). Everything else in the script (its own reward
+file included) runs as written. The tools it
 supplies are pytest (pinned or not) and any requirement pinned to one version (``name==1.2``).
 A line that needs anything else from the network is reported, naming it.
 """
@@ -32,6 +35,7 @@ _FETCHES_RUNNER = [re.compile(p) for p in (  # lines that only fetch the test ru
 _INSTALL = re.compile(r"^(uv\s+add|uv\s+pip\s+install|pip3?\s+install|python3?\s+-m\s+pip\s+install)\s")
 _RUNNER = re.compile(r"^(uvx|uv\s+(tool\s+)?run)\s")
 _PYTEST = re.compile(r"(^|[\s;&|(])(python3?\s+-m\s+)?pytest(\s|$)")
+_PYTHON_M_PYTEST = re.compile(r"(^|[\s;&|(])python3?\s+-m\s+pytest(?=\s|$)")
 _VALUED = {"-p": "python", "--python": "python", "-w": "with", "--with": "with", "--from": "from",
            "--with-requirements": "requirements", "--index-url": "index", "--extra-index-url": "index"}
 SUPPLIED = "GEM supplies the test tools"
@@ -75,11 +79,11 @@ def offline_script(text: str, name: str = "run-tests.sh") -> OfflineScript:
                     python = python or asked
                     mentions_pytest = True
                     indent = joined[:len(joined) - len(joined.lstrip())]
-                    replacement = f"{indent}python3 -m pytest{args}"
+                    replacement = f"{indent}pytest{args}"
         if replacement is not None:
             out.extend([replacement] + [""] * (len(lines) - 1))
             continue
-        out.extend(lines)
+        out.extend(_PYTHON_M_PYTEST.sub(r"\1pytest", line) if code else line for line in lines)
         found = NEEDS_NETWORK.search(code) if code and not needs else None
         if missing or found:
             what = (f"`{missing}` from the package index (GEM supplies pytest and requirements pinned with ==)"

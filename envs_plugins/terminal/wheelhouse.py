@@ -27,9 +27,10 @@ from packaging.markers import default_environment
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
+from gem_core.cache import cache_dir
 from gem_core.errors import GemError
 
-from gem_envs.terminal.cache import cache_root, locked
+from gem_envs.terminal.cache import locked
 
 _NOT_PACKED = ("RECORD", "INSTALLER", "REQUESTED", "direct_url.json")  # what an installer adds to a wheel's .dist-info
 _PIP_TIMEOUT = 600.0
@@ -42,7 +43,7 @@ class WheelhouseError(GemError):
 
 def folder() -> Path:
     """The wheelhouse: ``wheels/`` in GEM's cache folder."""
-    return cache_root() / "wheels"
+    return cache_dir("wheels")
 
 
 def installed_version(requirement: str) -> str | None:

@@ -20,7 +20,7 @@ from gem_envs.data import load_rows
 from gem_envs.math import grading
 from gem_envs.math.data import read_problems
 from gem_envs.math.env import MathProblemsEnv
-from gem_envs.math.question import DEFAULT_INSTRUCTION
+from gem_envs.question import DEFAULT_INSTRUCTION
 
 DATASET = "hiyouga/geometry3k"
 

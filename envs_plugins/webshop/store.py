@@ -3,8 +3,8 @@ files and kept next to them, so an episode reads only what it shows.
 
 :meth:`Shop.open` streams the product, attribute and instruction files into an SQLite
 database and builds a BM25 index (``bm25s``) of the products, both in a folder beside the
-product file (``<products>.gem/``, or under ``$XDG_CACHE_HOME/gem/webshop/`` where that
-folder cannot be written). They are rebuilt when a source file changes (size or time). At run
+product file (``<products>.gem/``, or under ``webshop/`` in GEM's cache folder,
+:func:`gem_core.cache.cache_dir`, where that folder cannot be written). They are rebuilt when a source file changes (size or time). At run
 time the index is memory-mapped and products are read from the database one at a time, so the
 resident memory does not grow with the catalogue (measured in ``bench/workloads/webshop.py``).
 """
@@ -25,6 +25,7 @@ from itertools import product as combinations
 from pathlib import Path
 from typing import Any
 
+from gem_core.cache import cache_dir
 from gem_core.errors import DataNotFoundError, MissingDependencyError
 from gem_envs.webshop.files import WebShopDataError, product_record, search_text, stream_json
 from gem_envs.webshop.reward import PRICE_RANGE
@@ -186,8 +187,7 @@ def _folder_for(products: Path, stamp: str) -> Path:
     if _writable(beside):
         return beside
     # a read-only data folder (a shared mount, an installed package): the user's cache
-    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "gem" / "webshop"
-    folder = cache / hashlib.sha256(f"{products.resolve()}".encode()).hexdigest()[:16]
+    folder = cache_dir("webshop") / hashlib.sha256(f"{products.resolve()}".encode()).hexdigest()[:16]
     folder.mkdir(parents=True, exist_ok=True)
     return folder
 

@@ -1,4 +1,5 @@
-"""``gem check``: check an environment against GEM's environment contract."""
+"""``gem check``: check an environment against GEM's environment contract, and with ``--hacks``
+play the reward-hacking probe against it."""
 
 from __future__ import annotations
 
@@ -34,8 +35,11 @@ def parse_option(value: str) -> tuple[str, object]:
 @click.option("--option", "-o", "options", multiple=True, metavar="KEY=VALUE",
               help="A constructor keyword for the environment (VALUE read as JSON when it parses); repeatable.")
 @click.option("--skip", multiple=True, metavar="CHECK", help=f"A check not to run ({', '.join(CHECKS)}); repeatable.")
+@click.option("--hacks", is_flag=True,
+              help="Also play every known reward hack (seeds SEED and SEED+1) and report each one that earned more "
+                   "than honest plays that solve nothing, with its actions.")
 def check(env_id: str, steps: int, seed: int, max_episode_steps: int, options: tuple[str, ...],
-          skip: tuple[str, ...]) -> None:
+          skip: tuple[str, ...], hacks: bool) -> None:
     """Check ENV_ID against GEM's environment contract and print a report per check.
 
     Plays the environment with its own random actions and with malformed ones, and checks: step
@@ -45,9 +49,15 @@ def check(env_id: str, steps: int, seed: int, max_episode_steps: int, options: t
     string gives a valid transition; clone() continues identically and independently; episodes
     end; close() may be called twice. Multi-agent environments are checked as such.
 
+    With --hacks, the reward-hacking probe plays every registered exploit (empty, enormous and
+    repeated answers, many answers at once, the prompt echoed back, malformed answer tags,
+    tool-call floods, and the exploits of the environment's family: files left where terminal
+    tests run, objects equal to everything in code tests, ...) and compares what each earned with
+    honest plays that solve nothing on the same episode; an exploit paid more fails the check.
+
     Exits with status 1 when a check fails (warnings do not fail).
 
-    Example: gem check example:ReverseWord-v0 --steps 20 -o max_turns=5
+    Example: gem check example:ReverseWord-v0 --steps 20 -o max_turns=5; gem check eval:HumanEval --hacks
     """
     from rich.table import Table
 
@@ -68,7 +78,7 @@ def check(env_id: str, steps: int, seed: int, max_episode_steps: int, options: t
         warnings.simplefilter("ignore")  # the report shows them
         try:
             results = checker(env_id, steps=steps, seed=seed, max_episode_steps=max_episode_steps, skip=skip,
-                              warn=False, **kwargs)
+                              warn=False, hacks=hacks, **kwargs)
         except EnvCheckError as e:
             results = e.results
     table = Table(header_style="bold", title=f"gem check {env_id}", title_justify="left")
@@ -81,12 +91,33 @@ def check(env_id: str, steps: int, seed: int, max_episode_steps: int, options: t
         detail = result.description + (f"\n[{STYLES[result.status]}]{_escape(result.message)}[/]" if result.message else "")
         table.add_row(result.name, status, f"{result.seconds:.2f}s", detail)
     console.print(table)
+    for result in results:
+        if result.details:
+            console.print(_hacks_table(env_id, result.details))
     counts = {status: sum(r.status == status for r in results) for status in STYLES}
     summary = ", ".join(f"{n} {status}" for status, n in counts.items() if n)
     if counts["failed"]:
         console.print(f"[bold red]{env_id} breaks the environment contract[/] ({summary}).")
         raise SystemExit(1)
     console.print(f"[green]{env_id} keeps the environment contract[/] ({summary}).")
+
+
+def _hacks_table(env_id: str, found: tuple) -> object:
+    """One row per attack: earned first, then those that could not be played, then the others."""
+    from rich.table import Table
+
+    table = Table(header_style="bold", title=f"reward hacks tried on {env_id}", title_justify="left")
+    for column in ("exploit", "seed", "earned", "honest plays", "result"):
+        table.add_column(column, no_wrap=column != "exploit", justify="right" if column in ("earned", "honest plays")
+                         else "left")
+    table.add_column("actions", overflow="fold")
+    for hack in sorted(found, key=lambda h: (not h.earned, not h.error)):
+        verdict = "[bold red]earned[/]" if hack.earned else "[yellow]not played[/]" if hack.error else "[green]held[/]"
+        seat = f" ({hack.agent})" if hack.agent else ""
+        shown = hack.error if hack.error else hack.describe().rpartition("; it played ")[2]
+        table.add_row(_escape(f"{hack.exploit}: {hack.attack}"), f"{hack.seed}{seat}", f"{hack.reward:g}",
+                      f"{hack.baseline:g}", verdict, _escape(shown))
+    return table
 
 
 def _escape(text: str) -> str:

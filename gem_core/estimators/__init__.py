@@ -11,13 +11,22 @@ Conventions: ``G_t = r_t + gamma * G_{t+1}``; standard deviations are population
 defaults to 1e-6; values equal up to floating-point rounding normalise to exactly 0. Inputs are
 checked: non-finite rewards, an empty batch, an episode without turns, a bad ``gamma``, or
 missing or singleton groups raise :class:`EstimatorInputError`, naming what to fix.
+
+* :mod:`~gem_core.estimators.returns`: discounted per-turn returns.
+* :mod:`~gem_core.estimators.per_turn`: per-turn estimators (ReBN, REINFORCE, ...).
+* :mod:`~gem_core.estimators.grouped`: group estimators (GRPO, Dr.GRPO, RLOO).
+* :mod:`~gem_core.estimators.moments`: a batch's mean and standard deviation, across ranks too;
+  :mod:`~gem_core.estimators.distributed` the ``all_reduce`` over torch.distributed.
+* :mod:`~gem_core.estimators.inputs`: checking inputs, nested episodes as flat arrays.
+* :mod:`~gem_core.estimators.dispatch`: calling an estimator in the nested or the flat form.
+* :mod:`~gem_core.estimators.tokens`: between per-turn values and token-level tensors.
 """
 
 from gem_core.estimators.dispatch import estimate_flat
 from gem_core.estimators.distributed import torch_all_reduce
 from gem_core.estimators.grouped import drgrpo, drgrpo_flat, grpo, grpo_flat, rloo, rloo_flat
 from gem_core.estimators.inputs import EstimatorInputError, group_index
-from gem_core.estimators.moments import ZERO_STD_RTOL, AllReduce
+from gem_core.estimators.moments import ZERO_STD_RTOL, AllReduce, advantage_stats
 from gem_core.estimators.per_turn import (
     EPS,
     rebn,
@@ -35,6 +44,7 @@ __all__ = [
     "ZERO_STD_RTOL",
     "AllReduce",
     "EstimatorInputError",
+    "advantage_stats",
     "discounted_returns",
     "discounted_returns_flat",
     "drgrpo",

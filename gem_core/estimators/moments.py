@@ -15,7 +15,7 @@ rank is announced through the first call, so every rank raises instead of some w
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import NoReturn
 
 import numpy as np
@@ -76,3 +76,14 @@ def _reduce(local: np.ndarray, all_reduce: AllReduce | None) -> np.ndarray:
             "pass gem_core.estimators.torch_all_reduce()."
         )
     return summed
+
+
+def advantage_stats(advantages: Sequence[Sequence[float]] | Sequence[np.ndarray]) -> dict[str, float]:
+    """Mean, population standard deviation, minimum and maximum of every turn's advantage in a
+    batch (one sequence per episode, as estimators return them); all 0 for a batch without turns.
+    What trainers log of an estimator's output: a standard deviation of 0 means no learning signal."""
+    flat = np.concatenate([np.asarray(a, dtype=np.float64).ravel() for a in advantages]) if len(advantages) else np.zeros(0)
+    if not flat.size:
+        return {"advantage_mean": 0.0, "advantage_std": 0.0, "advantage_min": 0.0, "advantage_max": 0.0}
+    return {"advantage_mean": float(flat.mean()), "advantage_std": float(flat.std()),
+            "advantage_min": float(flat.min()), "advantage_max": float(flat.max())}

@@ -2,7 +2,7 @@
 
 A :class:`Criterion` scores a :class:`~gem_core.episodes.Turn` (``scope="turn"``, every step) or a
 whole :class:`~gem_core.episodes.Episode` (``scope="episode"``, once, when it ends: a delayed
-reward). Its scorer is a function returning a number, or a :class:`~gem_core.rubrics.judge.Judge`.
+reward). Its scorer is a function returning a number, or a :class:`~gem_core.rubrics.judging.Judge`.
 A :class:`Rubric` holds criteria; :meth:`Rubric.score` runs those of the subject's scope and
 returns a :class:`RubricScore`, whose ``total`` is the weighted sum of their scores.
 """
@@ -18,8 +18,8 @@ from typing import Any
 
 from gem_core.episodes import Episode, Turn
 from gem_core.errors import GemError
-from gem_core.rubrics.judge import Judge, Judgement
-from gem_core.spec import load_object
+from gem_core.rubrics.judging import Judge, Judgement
+from gem_core.envspec import load_object
 
 TURN, EPISODE = "turn", "episode"
 Scorer = Callable[[Any], float] | Judge | str
@@ -28,7 +28,7 @@ Scorer = Callable[[Any], float] | Judge | str
 @dataclass
 class Criterion:
     """One weighted part of a reward: ``score`` (a function of a turn or an episode returning a
-    number, a :class:`~gem_core.rubrics.judge.Judge`, or the ``"module:function"`` of either),
+    number, a :class:`~gem_core.rubrics.judging.Judge`, or the ``"module:function"`` of either),
     its ``weight``, and its ``scope``, ``"turn"`` or ``"episode"``."""
 
     name: str
@@ -111,7 +111,7 @@ class Rubric:
     ``await rubric.ascore(...)`` does the same from a coroutine, asking its judges at the same
     time. A function that raises, or returns something other than a finite number, is a
     :class:`~gem_core.errors.GemError` naming the criterion; a judge that fails gives its fallback
-    and a fault instead (see :mod:`gem_core.rubrics.judge`).
+    and a fault instead (see :mod:`gem_core.rubrics.judging`).
     """
 
     def __init__(self, criteria: Iterable[Criterion | tuple[Any, ...]]):

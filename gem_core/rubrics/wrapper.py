@@ -20,7 +20,7 @@ from gem_core.core import Env, ResetResult, StepResult, Wrapper
 from gem_core.episodes import Episode, Turn
 from gem_core.errors import GemError
 from gem_core.rubrics.cache import JudgeCache
-from gem_core.rubrics.judge import Judge
+from gem_core.rubrics.judging import Judge
 from gem_core.rubrics.rubric import EPISODE, Criterion, Rubric, RubricScore
 
 #: What the ``judge`` wrapper asks when given no rubric.
@@ -120,7 +120,7 @@ def judge(env: Env, rubric: str | None = None, *, model: str | None = None, base
           max_tokens: int | None = None, cache: JudgeCache | str | Path | bool | None = None,
           max_chars: int | None = None, name: str | None = None) -> RubricWrapper:
     """``env`` rewarded by an LLM judge: a :class:`RubricWrapper` whose one criterion, ``name``,
-    is a :class:`~gem_core.rubrics.judge.Judge` of ``rubric`` scoring each episode (``scope``
+    is a :class:`~gem_core.rubrics.judging.Judge` of ``rubric`` scoring each episode (``scope``
     ``"episode"``, on its last step) or each turn (``"turn"``), times ``weight``, added to
     ``env_weight`` times the environment's reward. The other options are the judge's.
 

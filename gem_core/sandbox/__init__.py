@@ -1,14 +1,20 @@
-"""The bubblewrap sandbox shared by the Python tool and the code and terminal environments.
+"""Sandboxes for untrusted code, shared by the Python tool, the code and terminal environments and
+the scoring of answers.
 
 >>> from gem_core.sandbox import run_python
 >>> run_python("print(6 * 7)").stdout
 '42\\n'
 
-:mod:`~gem_core.sandbox.bubblewrap` builds the bwrap command line (namespaces, mounts, the
-unprivileged user); :mod:`~gem_core.sandbox.python` runs a Python program in a sandbox with limits
-and a timeout (:func:`run_python`); :mod:`~gem_core.sandbox.warm_pool` lends sandboxes kept warm
-between jobs, and :mod:`~gem_core.sandbox.warm_python` is the warm Python interpreter that
-:func:`run_python` uses by default.
+* :mod:`~gem_core.sandbox.bubblewrap`: the bwrap command line (namespaces, mounts, the
+  unprivileged user), the one sandbox policy.
+* :mod:`~gem_core.sandbox.python`: a Python program in a sandbox, with limits and a timeout
+  (:func:`run_python`).
+* :mod:`~gem_core.sandbox.warm_pool`: lending sandboxes kept warm between jobs.
+* :mod:`~gem_core.sandbox.warm_python`: the warm Python interpreter :func:`run_python` uses by
+  default.
+* :mod:`~gem_core.sandbox.worker_pool`: time-limited, sandboxed worker processes that score
+  answers; :mod:`~gem_core.sandbox.worker` is their side.
+* :mod:`~gem_core.sandbox.threads`: the thread pool that runs blocking calls for async callers.
 """
 
 from gem_core.sandbox.bubblewrap import SandboxConfigError, SandboxError, SandboxUnavailableError

@@ -10,6 +10,13 @@ appear under ``/run/gem-host`` instead, so the sandbox's ``/tmp`` stays private 
 bwrap's own init is pid 1: when the program exits (or bwrap is killed) every process it left
 behind is killed with the pid namespace.
 
+With ``host_root=True`` (for programs that import from wherever their caller does: the scoring
+workers of :mod:`gem_core.sandbox.worker_pool`) the sandbox shows the host's whole file system
+instead, read-only and at the host's own paths, with the same masks, namespaces and user, and its
+own ``/tmp``, ``/dev/shm``, ``/run``, ``/proc``, ``/dev`` and ``/sys``. Top-level folders the
+sandbox user may not enter (``/root``, run by root) are left out, but the interpreter's
+directories in them, and those under the host's ``/tmp``, are shown at their own paths.
+
 Process limits need a host uid other than root (the kernel exempts root from
 ``RLIMIT_NPROC``). Run by an ordinary user, bwrap maps the sandbox user to that user. Run by
 root, each sandbox borrows a user namespace made here that maps the sandbox user to an unused
@@ -41,6 +48,7 @@ SANDBOX_UID = 65534  # nobody
 MIN_BWRAP_VERSION = (0, 8)
 _HOST_UIDS = (1_900_000_000, 2_000_000_000)  # above the ranges container managers hand out
 _SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc")
+_OWN_DIRS = ("/proc", "/dev", "/sys", "/run", WORKDIR)  # never the host's, even with host_root
 _MASKED_FILES = ("/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-", "/etc/sudoers")
 _MASKED_DIRS = ("/etc/ssh", "/etc/sudoers.d", "/etc/ssl/private")
 
@@ -153,9 +161,11 @@ def sandbox_argv(python: Interpreter, program_args: list[str], *, tmp_bytes: int
                  files: dict[str, int], drops_privileges: bool = False,
                  writable_dirs: tuple[str, ...] = (),
                  hidden_dirs: tuple[str, ...] = (),
-                 readonly_binds: tuple[tuple[str, str], ...] = ()) -> Iterator[tuple[list[str], list[int]]]:
+                 readonly_binds: tuple[tuple[str, str], ...] = (),
+                 host_root: bool = False) -> Iterator[tuple[list[str], list[int]]]:
     """The bwrap command running ``python program_args`` with ``files`` (name -> readable fd)
     placed in the working directory, and the fds it needs passed; valid inside the block.
+    ``host_root`` shows the host's file system (see the module documentation).
 
     ``writable_dirs`` are absolute paths that get private tmpfs mounts of ``tmp_bytes`` each,
     writable by the program, like ``/tmp``. ``hidden_dirs`` are host folders the sandbox would
@@ -178,7 +188,7 @@ def sandbox_argv(python: Interpreter, program_args: list[str], *, tmp_bytes: int
                      "--unshare-uts", "--unshare-cgroup-try",
                      "--cap-drop", "ALL", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
             fds = [userns.fd]
-        argv += ["--hostname", "sandbox", "--die-with-parent", "--new-session", *_mounts(python, tmp_bytes)]
+        argv += ["--hostname", "sandbox", "--die-with-parent", "--new-session", *_mounts(python, tmp_bytes, host_root)]
         for path in writable_dirs:
             argv += ["--perms", "1777", "--size", str(tmp_bytes), "--tmpfs", path]
         for path in hidden_dirs:
@@ -193,25 +203,49 @@ def sandbox_argv(python: Interpreter, program_args: list[str], *, tmp_bytes: int
         if userns is not None and not drops_privileges:
             argv += [_setpriv() or "setpriv", "--reuid", str(SANDBOX_UID), "--regid", str(SANDBOX_UID),
                      "--clear-groups", "--no-new-privs", "--"]
-        argv += [python.inside(python.executable), *program_args]
+        argv += [python.executable if host_root else python.inside(python.executable), *program_args]
         yield argv, [*fds, *files.values()]
 
 
-def visible(python: Interpreter, path: str) -> bool:
+def visible(python: Interpreter, path: str, *, host_root: bool = False) -> bool:
     """Whether a sandbox around ``python`` shows the host's ``path`` (read-only)."""
     path = os.path.realpath(path)
-    return _is_under(path, [p for p in _SYSTEM_DIRS if os.path.isdir(p) and not os.path.islink(p)]) \
-        or _is_under(path, python.mounts)
+    return _is_under(path, _shown_dirs(host_root)) or _is_under(path, python.mounts)
+
+
+def _shown_dirs(host_root: bool) -> list[str]:
+    """The host folders a sandbox shows whole, beside the interpreter's."""
+    shown = _host_entries() if host_root else _SYSTEM_DIRS
+    return [p for p in shown if os.path.isdir(p) and not os.path.islink(p)]
+
+
+@functools.lru_cache(maxsize=1)
+def _host_entries() -> tuple[str, ...]:
+    """The host's top-level entries a ``host_root`` sandbox shows."""
+    shown = []
+    for entry in sorted(os.scandir("/"), key=lambda entry: entry.name):
+        if entry.is_symlink() or entry.is_file(follow_symlinks=False) or (
+                entry.is_dir(follow_symlinks=False) and entry.path not in _OWN_DIRS and _enterable(entry.path)):
+            shown.append(entry.path)
+    return tuple(shown)
+
+
+def _enterable(folder: str) -> bool:
+    """Whether the sandbox user may enter the host's ``folder``: run by root, it is an unused uid,
+    so only a folder open to everyone; otherwise it is the caller itself."""
+    if _as_root():
+        return bool(os.stat(folder).st_mode & 0o001)
+    return os.access(folder, os.X_OK)
 
 
 @functools.lru_cache(maxsize=64)
-def _mounts(python: Interpreter, tmp_bytes: int) -> tuple[str, ...]:
+def _mounts(python: Interpreter, tmp_bytes: int, host_root: bool = False) -> tuple[str, ...]:
     """The file system's bwrap arguments (before the program's files and the final remount)."""
     args: list[str] = []
-    for path in _SYSTEM_DIRS:
+    for path in _host_entries() if host_root else _SYSTEM_DIRS:
         if os.path.islink(path):
             args += ["--symlink", os.readlink(path), path]
-        elif os.path.isdir(path):
+        elif os.path.exists(path):  # a system folder, or with host_root any entry shown
             args += ["--ro-bind", path, path]
     for path in _MASKED_FILES:
         if os.path.isfile(path):
@@ -226,8 +260,11 @@ def _mounts(python: Interpreter, tmp_bytes: int) -> tuple[str, ...]:
         "--perms", "1777", "--size", size, "--tmpfs", WORKDIR,
     ]
     made: set[str] = set()
+    shown = _shown_dirs(host_root)
     for path in python.mounts:
-        target = python.inside(path)
+        if _is_under(path, shown):
+            continue
+        target = path if host_root else python.inside(path)
         # Parents that bwrap made itself would copy the host's modes (/root is 0700): make them
         # 0755 first, so the unprivileged program can reach the interpreter.
         for parent in _parents(target):

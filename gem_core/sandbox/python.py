@@ -251,7 +251,7 @@ def _run_warm(interpreter: bubblewrap.Interpreter, limits: Limits, contents: dic
     finally:
         if not sandbox.reusable:
             sandbox.close()
-        pool.give_back(sandbox if sandbox.reusable else None)
+        pool.give_back(sandbox)
 
 
 def _run_unsandboxed(interpreter: bubblewrap.Interpreter, limits: Limits, contents: dict[str, bytes],

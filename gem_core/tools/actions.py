@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from gem_core.core import Env, Wrapper
+from gem_core.core import Env, wrapper_stack
 from gem_core.tools.base import ToolArgumentError, ToolConfigError, ToolFunction, text_function
 from gem_core.tools.wrapper import ToolWrapper
 
@@ -21,12 +21,7 @@ STEP = text_function("step", "Take your turn: send ACTION as the environment's n
 
 def tool_wrappers(env: Env) -> list[ToolWrapper]:
     """The tool wrappers in ``env``'s stack, outermost first."""
-    found = []
-    while isinstance(env, Wrapper):
-        if isinstance(env, ToolWrapper):
-            found.append(env)
-        env = env.env
-    return found
+    return [layer for layer in wrapper_stack(env) if isinstance(layer, ToolWrapper)]
 
 
 def functions(env: Env) -> list[ToolFunction]:

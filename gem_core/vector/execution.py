@@ -27,7 +27,7 @@ try:
 except ImportError:  # Windows
     resource = None  # type: ignore[assignment]
 
-from gem_core.core import BaseEnv, Env, Wrapper
+from gem_core.core import BaseEnv, Env, Wrapper, wrapper_stack
 from gem_core.vector.calls import Call, arun, close_quietly, run
 from gem_core.vector.workers import BackgroundLoop, Countdown, WorkerPool
 
@@ -59,14 +59,13 @@ def execution_kind(env: Env) -> str:
     ``async`` methods that every wrapper above it passes through, ``"thread"`` when it blocks
     (or has native-async methods hidden behind a synchronous-only wrapper), else ``"inline"``."""
     transparent = True
-    inner: Env = env
-    while isinstance(inner, Wrapper):
-        cls = type(inner)
+    *wrappers, inner = wrapper_stack(env)
+    for wrapper in wrappers:
+        cls = type(wrapper)
         for sync_name, async_name in (("step", "astep"), ("reset", "areset")):
             if getattr(cls, sync_name) is not getattr(Wrapper, sync_name) and \
                     getattr(cls, async_name) is getattr(Wrapper, async_name):
                 transparent = False
-        inner = inner.env
     cls = type(inner)
     native = cls.astep is not Env.astep or cls.areset is not Env.areset
     if native and transparent:

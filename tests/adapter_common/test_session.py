@@ -57,6 +57,22 @@ def test_max_turns_stops_the_episode():
     assert session.turns == 2 and not session.terminated
 
 
+def test_metrics_count_the_episode_as_gem_train_does():
+    from gem_core.episodes import Episode, Turn, episode_stats
+
+    cases = {"won": (7, [f"\\boxed{{{guess}}}" for guess in range(1, 11)]), "format error": (7, ["no guess"]),
+             "cut": (0, ["\\boxed{1}"])}
+    for name, (seed, actions) in cases.items():
+        session = EnvSession.start(EASY, seed, EpisodeOptions(max_turns=1 if name == "cut" else None))
+        _, outcomes = play(session, actions)
+        episode = Episode(EASY, seed, [Turn("", a, o.reward, o.stop == "terminated", o.stop == "truncated", o.info)
+                                       for a, o in zip(actions, outcomes)])
+        stats = episode_stats([episode])
+        assert session.metrics() == {"turns": len(outcomes), "terminated": float(session.terminated),
+                                     "success": stats["success_rate"], "format_error": stats["format_error_rate"]}, name
+    assert session.metrics() == {"turns": 1.0, "terminated": 0.0, "success": 0.0, "format_error": 0.0}
+
+
 class FailingStep(Env):
     def reset(self, seed=None, **options):
         super().reset(seed)

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
+import sys
 
 import pytest
 
 from gem_adapters.common.settings import RunSettings
-from gem_adapters.common.written import check_episodes_per_gpu, write_run
-from gem_core import GemError
+from gem_adapters.common.written import check_episodes_per_gpu, write_run, yaml_writer
+from gem_core import GemError, MissingDependencyError
 
 EASY = "game:GuessTheNumber-v0-easy"
 
@@ -32,3 +33,12 @@ def test_every_gpu_needs_an_episode(tmp_path):
         check_episodes_per_gpu(settings, "SomeLib")
     check_episodes_per_gpu(RunSettings(env_ids=(EASY,), model="m", out_dir=tmp_path, batch_size=2,
                                        rollouts_per_start=2, gpus=4), "SomeLib")
+
+
+def test_yaml_is_written_in_the_dialect_the_library_reads(monkeypatch):
+    pytest.importorskip("yaml")
+    data = {"b": 1, "a": {"list": [1, 2]}}
+    assert yaml_writer("trl", hydra=False)(data) == "b: 1\na:\n  list:\n  - 1\n  - 2\n"  # keys in order
+    monkeypatch.setitem(sys.modules, "omegaconf", None)  # not installed
+    with pytest.raises(MissingDependencyError, match=r"gem verl config.*omegaconf.*verl"):
+        yaml_writer("verl", hydra=True)

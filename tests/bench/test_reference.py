@@ -10,9 +10,9 @@ from bench import BenchError, reference
 
 
 def test_the_environment_is_keyed_by_what_it_installs_under_the_cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setenv("GEM_CACHE_DIR", str(tmp_path))
     venv = reference.venv_dir()
-    assert venv.parent == tmp_path / "gem-adapters" / "bench"
+    assert venv.parent == tmp_path / "bench"
     assert venv.name.startswith("gem-llm-0.1.0-")
     assert reference.venv_dir("0.2.0").name.startswith("gem-llm-0.2.0-")
     monkeypatch.setattr(reference, "UNDECLARED", ("pandas",))
@@ -21,7 +21,7 @@ def test_the_environment_is_keyed_by_what_it_installs_under_the_cache(tmp_path, 
 
 
 def test_a_present_environment_is_reused_without_installing(tmp_path, monkeypatch, fake_reference):
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setenv("GEM_CACHE_DIR", str(tmp_path))
     python = reference.venv_python(reference.venv_dir())
     python.parent.mkdir(parents=True)
     python.symlink_to(fake_reference)

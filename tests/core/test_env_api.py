@@ -95,6 +95,16 @@ def test_wrapper_forwards_attributes_live():
         wrapped._private
 
 
+def test_wrapper_stack_lists_the_layers_outermost_first():
+    from gem_core.core import wrapper_stack
+
+    env = Counter()
+    inner = Tag(env)
+    outer = Tag(inner)
+    assert list(wrapper_stack(outer)) == [outer, inner, env]
+    assert list(wrapper_stack(env)) == [env]
+
+
 def test_wrapped_env_clones_and_pickles():
     wrapped = Tag(Counter(limit=100))
     wrapped.reset(seed=2)

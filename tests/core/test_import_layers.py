@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 import graphlib
+import re
 from pathlib import Path
 
 import pytest
@@ -74,6 +75,31 @@ def test_no_other_package_has_an_import_cycle_either(package):
         raise AssertionError(f"import cycle in {package}: {' -> '.join(e.args[1])}") from None
 
 
+#: Packs built on other packs, and on which; an import from one pack into another that is not
+#: listed here fails. Whatever several packs share lives beside them (gem_envs.data,
+#: gem_envs.question) or in gem_core (the scoring workers), so that math and reasoning-gym's
+#: environments, for one, do not reach into each other.
+BUILT_ON = {
+    "gem_envs.math": {"gem_envs.rg"},  # its generated problems are reasoning-gym datasets
+    "gem_envs.vision": {"gem_envs.math", "gem_envs.rg"},  # their tasks, drawn
+    "gem_envs.wikigame": {"gem_envs.game"},  # a game under the game pack's rules
+}
+
+
+def test_packs_import_only_the_packs_they_are_built_on():
+    packs = {name for name in ALL if name.count(".") == 1 and name.startswith("gem_envs.")
+             and ALL[name].name == "__init__.py"}
+    found: dict[str, set[str]] = {}
+    for module in ALL:
+        pack = ".".join(module.split(".")[:2])
+        for source, _ in imports(module) if pack in packs else ():
+            other = ".".join(source.split(".")[:2])
+            if other in packs and other != pack:
+                found.setdefault(pack, set()).add(other)
+    assert found == BUILT_ON
+    graphlib.TopologicalSorter(BUILT_ON).prepare()  # no two packs built on each other
+
+
 def test_no_module_imports_another_modules_private_name():
     private = sorted(f"{module} imports {source}.{name}" for module in ALL for source, name in imports(module)
                      if name and name.startswith("_") and not name.startswith("__") and source != module)
@@ -95,9 +121,7 @@ def test_the_serving_wing_lists_its_modules_and_the_core_no_longer_serves():
     wing = sorted(name for name in ALL if name.startswith("gem_serve."))
     assert wing, "no module found in serve/"
     assert [name for name in wing if f":mod:`{name}`" not in gem_serve.__doc__] == []
-    subpackages = sorted(path.parent.name for path in (REPO / "gem_core").glob("*/__init__.py"))
-    assert [name for name in subpackages if f":mod:`gem_core.{name}`" not in gem_core.__doc__] == []
-    assert "remote" not in gem_core.__doc__
+    assert "remote" not in gem_core.__doc__  # which lists what gem_core holds (test_package_docstrings_...)
     assert not (REPO / "gem_core" / "remote").exists()
 
 
@@ -112,3 +136,40 @@ def test_plugins_still_load_on_the_first_lookup_only():
         print("ok")
     """)
     assert result.stdout.strip() == "ok", result.stderr
+
+
+def test_no_package_hides_a_module_behind_a_name_of_its_own():
+    """``from package import name`` must not give a function where ``package/name.py`` exists."""
+    hidden = []
+    for package, path in ALL.items():
+        if path.name != "__init__.py":
+            continue
+        submodules = {name.rpartition(".")[2] for name in ALL if name.rpartition(".")[0] == package}
+        for node in ast.parse(path.read_text()).body:
+            if isinstance(node, ast.ImportFrom):
+                bound = [(alias.asname or alias.name) for alias in node.names
+                         if f"{node.module}.{alias.name}" not in ALL]
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                bound = [node.name]
+            elif isinstance(node, ast.Assign):
+                bound = [target.id for target in node.targets if isinstance(target, ast.Name)]
+            else:
+                continue
+            hidden += [f"{package}.{name}" for name in bound if name in submodules]
+    assert hidden == []
+
+
+#: Packages whose docstring names (``:mod:``) every module and subpackage they hold, and nothing else.
+LISTING = ["gem_core", "gem_core.sandbox", "gem_core.tools", "gem_core.vector", "gem_core.estimators",
+           "gem_core.rubrics", "gem_core.wrappers", "gem_envs", "gem_adapters", "gem_adapters.common",
+           *[name for name in ALL if name.count(".") == 1 and name.startswith("gem_envs.")
+             and ALL[name].name == "__init__.py"]]
+
+
+@pytest.mark.parametrize("package", LISTING)
+def test_package_docstrings_list_what_is_there(package):
+    doc = ast.get_docstring(ast.parse(ALL[package].read_text())) or ""
+    children = {name for name in ALL if name.rpartition(".")[0] == package}
+    named = {f"{package}.{child}" for child in re.findall(rf":mod:`~?{re.escape(package)}\.(\w+)", doc)}
+    assert sorted(children - named) == [], "modules the docstring does not name"
+    assert sorted(named - children) == [], "modules the docstring names that are not there"

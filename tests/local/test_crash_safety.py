@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 
+from gem_trainer.metrics import TIMINGS
 from gem_trainer.training.checkpoint import load_trainer_state
 from gem_trainer.training.trainer import EPISODES_DIR, Trainer
 from tests.helpers import run_python
 from tests.local.envs import register_once
 from tests.local.test_trainer import config
 
-TIMING = ("rollout_seconds", "train_seconds", "tokens_per_second", "train_tokens_per_second")
 STEPS, SAVE_EVERY, EPISODES = 4, 2, 4
 
 #: Runs the trainer in a fresh process that kills itself with SIGKILL at ``moment`` of step ``step``.
@@ -75,7 +75,7 @@ def settings(tiny_model_dir: Path, output_dir: Path) -> dict:
 
 
 def comparable(records: list[dict]) -> list[dict]:
-    return [{k: v for k, v in r.items() if k not in TIMING} for r in records]
+    return [{k: v for k, v in r.items() if k not in TIMINGS} for r in records]
 
 
 @pytest.fixture(scope="module")

@@ -53,6 +53,8 @@ def test_the_documented_table_gives_the_defaults_a_run_uses():
             assert [value] == actual
         elif key == "output_dir":
             assert actual is None and value.startswith("gem-runs/")
+        elif key == "report_to":
+            assert value == "none" and actual == []  # no tracker
         elif isinstance(actual, (int, float)) and not isinstance(actual, bool):
             assert float(value) == actual, key
         else:

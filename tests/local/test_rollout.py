@@ -23,14 +23,16 @@ def test_group_ids_follow_env_and_seed():
 
 
 class ScriptedPolicy(LocalPolicy):
-    """Answers every prompt with the same text, through the real bookkeeping of LocalPolicy."""
+    """Answers prompts through the real bookkeeping of LocalPolicy: every prompt with the same text
+    (closed with the end-of-sequence token), or with what ``script`` returns for its token ids."""
 
-    def __init__(self, model, tokenizer, answer: str):
-        super().__init__(model, tokenizer, SamplingSettings(max_new_tokens=16))
+    def __init__(self, model, tokenizer, answer: str = "", *, script=None, max_prompt_tokens: int = 1024):
+        super().__init__(model, tokenizer, SamplingSettings(max_new_tokens=16, max_prompt_tokens=max_prompt_tokens))
         self.answer = tokenizer.encode(answer, add_special_tokens=False) + [tokenizer.eos_token_id]
+        self.script = script
 
     def generate_stream(self, prompts, vision=None, *, seeds=None):
-        yield list(range(len(prompts))), [list(self.answer) for _ in prompts]
+        yield list(range(len(prompts))), [self.script(p) if self.script else list(self.answer) for p in prompts]
 
 
 def test_turns_of_an_episode_join_into_one_sample_with_the_real_chat_template(tiny):

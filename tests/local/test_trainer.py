@@ -12,6 +12,7 @@ import torch
 from gem_core import GemError, UnknownEnvError, UnknownNameError
 from gem_core.episodes import load_episodes
 from gem_trainer.config import ConfigError, build_config
+from gem_trainer.metrics import TIMINGS
 from gem_trainer.models import ModelError
 from gem_trainer.training.checkpoint import CHECKPOINT, MODEL, load_trainer_state
 from gem_trainer.training.memory import MemoryBudgetError
@@ -129,7 +130,7 @@ def test_group_estimator_plays_each_start_state_several_times(tiny_model_dir, tm
 def test_self_play_trains_every_seat_with_its_own_rewards(tiny_model_dir, tmp_path, monkeypatch):
     """One policy plays both seats of a two-player game (simultaneous moves, so both seats move
     whatever the tiny model writes); each seat's moves are trained on that seat's own rewards."""
-    import gem_trainer.training.trainer as trainer_module
+    import gem_trainer.training.rollout as rollout_module
     from gem_core.multiagent import split_by_agent
 
     seen = []
@@ -139,7 +140,7 @@ def test_self_play_trains_every_seat_with_its_own_rewards(tiny_model_dir, tmp_pa
         seen.append((episode, parts))
         return parts
 
-    monkeypatch.setattr(trainer_module, "split_by_agent", recording)
+    monkeypatch.setattr(rollout_module, "split_by_agent", recording)
     result = Trainer(config(tiny_model_dir, tmp_path / "selfplay", steps=1, estimator="grpo", group_size=2,
                             envs=["multiagent:PrisonersDilemma-v0-selfplay"]), progress=False).run()
     assert len(seen) == 4
@@ -212,10 +213,9 @@ def test_resume_needs_a_checkpoint(tiny_model_dir, tmp_path):
 
 def test_the_same_seed_and_settings_give_the_same_metrics(tiny_model_dir, tmp_path):
     """Bit for bit on one machine, LoRA included (its new weights come from the seeded generator)."""
-    timing = ("rollout_seconds", "train_seconds", "tokens_per_second", "train_tokens_per_second")
     runs = [Trainer(config(tiny_model_dir, tmp_path / name, steps=2, lora=True, lora_rank=4, threads=None),
                     progress=False).run() for name in ("first", "second")]
-    first, second = ([{k: v for k, v in r.items() if k not in timing} for r in run.records] for run in runs)
+    first, second = ([{k: v for k, v in r.items() if k not in TIMINGS} for r in run.records] for run in runs)
     assert first == second and first[0]["grad_norm"] > 0
 
 

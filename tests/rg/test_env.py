@@ -8,7 +8,7 @@ import pytest
 
 import gem_core
 from gem_core.errors import GemError, UnknownNameError
-from gem_envs.math.workers import sandbox_prefix
+from gem_core.sandbox.worker_pool import sandboxed
 from gem_envs.rg.env import scoring_pool
 from tests.helpers import assert_single_answer_misuse_is_clear
 
@@ -98,7 +98,7 @@ def test_an_answer_the_scorer_evaluates_cannot_hang_the_caller():
     assert reward == 0.0 and terminated and info["timed_out"]
 
 
-@pytest.mark.skipif(not sandbox_prefix(), reason="bubblewrap is not available here")
+@pytest.mark.skipif(not sandboxed(), reason="bubblewrap is not available here")
 def test_an_answer_the_scorer_evaluates_cannot_touch_files():
     target = Path(__file__).parent / "written-by-an-answer"
     env = gem_core.make("rg:string_insertion")

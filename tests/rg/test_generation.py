@@ -12,10 +12,10 @@ import pytest
 
 import gem_core
 from gem_core.errors import GemError
-from gem_envs.math.workers import sandbox_prefix
+from gem_core.sandbox.worker_pool import sandboxed
 from gem_envs.rg import datasets, generation
 
-needs_bubblewrap = pytest.mark.skipif(not sandbox_prefix(), reason="bubblewrap is not available here")
+needs_bubblewrap = pytest.mark.skipif(not sandboxed(), reason="bubblewrap is not available here")
 
 
 def test_only_datasets_that_run_programs_and_mixes_of_them_go_to_the_workers():

@@ -47,7 +47,7 @@ def test_every_package_in_the_kit_has_its_metadata(tools, tmp_path):
         from importlib import metadata
         from pathlib import Path
         tops = {p.name.removesuffix(".py") for p in Path(sys.argv[1]).iterdir()
-                if p.name not in ("bin", "__pycache__") and not p.name.endswith(".dist-info")}
+                if p.name not in ("bin", "__pycache__", "gem-pytest.ini") and not p.name.endswith(".dist-info")}
         owners = metadata.packages_distributions()
         print(json.dumps({"without_metadata": sorted(t for t in tops if t not in owners),
                           "versions": {d.metadata["Name"].lower(): d.version for d in metadata.distributions()}}))
@@ -86,10 +86,78 @@ def test_a_kit_is_made_once_and_is_read_only_for_the_sandbox(tools):
     assert kit(requirements, PYTHON) == folder
     assert folder.parent == pytest_kit.kits_root()
     assert all(path.stat().st_mode & 0o004 for path in [folder, *folder.rglob("*")])  # readable by anyone
-    assert (folder / "bin" / "pytest").read_text().startswith("#!/usr/bin/env python3\n")
+    assert (folder / "bin" / "pytest").read_text().startswith("#!/bin/sh\n'''exec' python3 -s")  # GEM's launcher
 
 
 def test_tools_that_are_nowhere_are_a_clear_error():
     with pytest.raises(GemError, match=r"(?s)Cannot supply pytest-gem-absent==0\.0\.1 .*for Python.*"
                                        r"No matching distribution"):
         kit(("pytest", "pytest-gem-absent==0.0.1"), PYTHON)
+
+
+# --- the launcher: how the tests run is the kit's, whatever the working directory holds ------------
+
+PLANTED = {  # what an agent may leave where the tests run, each of which would pass every test
+    "pytest.py": "import sys\nsys.exit(0)\n",
+    "conftest.py": "import os\nos._exit(0)\n",
+    "pytest.ini": "[pytest]\naddopts = --co\n",
+    "pyproject.toml": "[tool.pytest.ini_options]\naddopts = '--co'\n",
+    "json.py": "raise SystemExit(0)\n",
+}
+
+
+def launch(folder: Path, cwd: Path, tests: Path, *args: str) -> subprocess.CompletedProcess:
+    env = {"PATH": f"{folder}/bin:/usr/bin:/bin", "PYTHONPATH": str(folder), "HOME": str(cwd), "LANG": "C.UTF-8",
+           "TEST_DIR": str(tests)}
+    return subprocess.run(["pytest", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=120)
+
+
+def test_the_launcher_ignores_what_the_working_directory_holds_but_imports_from_it(tools, tmp_path):
+    _, folder = tools
+    work, tests = tmp_path / "work", tmp_path / "tests"
+    work.mkdir(), tests.mkdir()
+    for name, text in PLANTED.items():
+        (work / name).write_text(text)
+    (work / "solution.py").write_text("def answer():\n    return 41\n")
+    (tests / "test_outputs.py").write_text("import json\nfrom solution import answer\n\n\n"
+                                           "def test_answer():\n    assert json.loads(str(answer())) == 42\n")
+    done = launch(folder, work, tests, str(tests / "test_outputs.py"), "-rA")
+    assert done.returncode == 1 and f"rootdir: {tmp_path}\n" in done.stdout, done.stdout + done.stderr
+    assert "FAILED ../tests/test_outputs.py::test_answer - AssertionError: assert 41 == 42" in done.stdout, done.stdout
+
+
+def test_the_launcher_keeps_the_configuration_and_conftest_the_task_ships(tools, tmp_path):
+    _, folder = tools
+    work, tests = tmp_path / "work", tmp_path / "tests"
+    work.mkdir(), tests.mkdir()
+    (work / "pytest.ini").write_text("[pytest]\naddopts = --co\n")
+    (tests / "pytest.ini").write_text("[pytest]\nmarkers =\n    shipped: a marker the task declares\n"
+                                      "addopts = --strict-markers\n")
+    (tests / "conftest.py").write_text("import pytest\n\n\n@pytest.fixture\ndef answer():\n    return 42\n")
+    (tests / "test_outputs.py").write_text("import pytest\n\n\n@pytest.mark.shipped\n"
+                                           "def test_answer(answer):\n    assert answer == 42\n")
+    done = launch(folder, work, tests, str(tests / "test_outputs.py"), "-rA")
+    assert done.returncode == 0 and "1 passed" in done.stdout, done.stdout + done.stderr
+    assert f"configfile: pytest.ini" in done.stdout and f"rootdir: {tests}" in done.stdout
+    own = launch(folder, work, tests, "-c", str(work / "pytest.ini"), str(tests / "test_outputs.py"))
+    assert own.returncode == 0 and "collected 1 item" in own.stdout and "passed" not in own.stdout  # its --co
+
+
+def test_the_launcher_finds_the_root_folder_pytest_would(tmp_path):
+    from gem_envs.terminal import pytest_launcher
+
+    (tmp_path / "tests" / "unit").mkdir(parents=True)
+    (tmp_path / "tests" / "unit" / "test_a.py").write_text("")
+    (tmp_path / "work").mkdir()
+    import os
+
+    previous = os.getcwd()
+    try:
+        os.chdir(tmp_path / "work")
+        assert pytest_launcher.rootdir([str(tmp_path / "tests" / "unit" / "test_a.py") + "::test_x", "-q"]) \
+            == str(tmp_path)  # the working directory and the tests share tmp_path
+        assert pytest_launcher.rootdir(["--ctrf", "/nowhere/ctrf.json"]) == str(tmp_path / "work")
+        os.chdir("/")
+        assert pytest_launcher.rootdir([str(tmp_path / "tests" / "unit")]) == str(tmp_path / "tests" / "unit")
+    finally:
+        os.chdir(previous)

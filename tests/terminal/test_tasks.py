@@ -212,7 +212,7 @@ def test_the_standard_pytest_boilerplate_is_run_offline_keeping_line_numbers():
     lines = offline.text.splitlines()
     assert offline.network == "" and len(lines) == len(script.splitlines())
     assert all(line.startswith("true  # ") for line in lines[1:8])
-    assert lines[8:] == ["python3 -m pytest $TEST_DIR/test_outputs.py -rA", "python3 -m pytest /tests -rA # run"]
+    assert lines[8:] == ["pytest $TEST_DIR/test_outputs.py -rA", "pytest /tests -rA # run"]  # the kit's launcher
     assert (offline.tools, offline.python) == (("pytest==8.4.1",), "3.13")
     for line, tool in [("uvx ruff check /app", "uvx"), ("apt-get install -y curl jq", "apt-get"),
                        ("pip install pytest numpy", "`numpy` from the package index (GEM supplies pytest and "
@@ -234,10 +234,10 @@ def test_terminal_bench_2s_runner_over_several_lines_runs_on_the_supplied_tools(
     offline = offline_script(script, "test.sh")
     lines = offline.text.splitlines()
     assert offline.network == "" and len(lines) == len(script.splitlines())
-    assert lines[1:6] == ["python3 -m pytest --ctrf /logs/verifier/ctrf.json /tests/test_outputs.py -rA", "", "", "", ""]
+    assert lines[1:6] == ["pytest --ctrf /logs/verifier/ctrf.json /tests/test_outputs.py -rA", "", "", "", ""]
     assert lines[6] == script.splitlines()[6]  # the script's own reward logic runs as written
     assert lines[7].startswith("true  # uv pip install --system pytest-timeout==2.4.0")
-    assert lines[8:] == ["python3 -m pytest -q", "python3 -m pytest --version"]
+    assert lines[8:] == ["pytest -q", "pytest --version"]
     assert offline.tools == ("pytest==8.4.1", "pytest-json-ctrf==0.3.5", "pytest-timeout==2.4.0",
                              "pytest-xdist==3.8.0")  # one pytest: the first pinned
     assert offline.python == "3.13"

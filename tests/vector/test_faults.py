@@ -13,6 +13,7 @@ import pytest
 
 import gem_core
 from gem_core.vector import EPISODE_SEED, FAULT, FINAL_INFO, FINAL_OBSERVATION
+from tests.helpers import LoopTicks
 from tests.vector.conftest import make_vec
 from tests.vector.envs import Countdown, Faulty, NativeAsync
 
@@ -208,19 +209,10 @@ def test_astep_reports_a_hung_threaded_call_without_blocking_the_loop():
     async def main():
         with vec_of([Countdown, lambda: Faulty(next(schedules, {}))], "async", step_timeout=TIMEOUT) as vec:
             await vec.areset()
-            ticks = 0
-
-            async def ticker():
-                nonlocal ticks
-                while True:
-                    await asyncio.sleep(0.01)
-                    ticks += 1
-
-            ticking = asyncio.ensure_future(ticker())
-            first = await vec.astep(["a", "b"])
-            second = await vec.astep(["c", "ignored"])
-            ticking.cancel()
-            return first, second, ticks
+            async with LoopTicks(0.01) as ticks:
+                first = await vec.astep(["a", "b"])
+                second = await vec.astep(["c", "ignored"])
+            return first, second, ticks.count
 
     (obs, _, term, trunc, infos), second, ticks = asyncio.run(main())
     assert infos[1][FAULT]["kind"] == "timeout" and trunc[1] and obs[0].endswith("t1 got a")

@@ -12,6 +12,7 @@ from tests.helpers import REPO
 
 def test_workload_prints_its_metrics(tmp_path):
     env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path)}  # the generated catalogue goes there
+    env.pop("GEM_CACHE_DIR", None)
     out = subprocess.run([sys.executable, str(REPO / "bench/workloads/webshop.py"), "--impl", "ours",
                           "--products", "300", "--episodes", "3"],
                          capture_output=True, text=True, timeout=300, cwd=REPO, env=env)

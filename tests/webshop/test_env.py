@@ -157,6 +157,7 @@ def test_database_and_index_are_built_once_beside_the_data(tmp_path):
 
 def test_a_read_only_data_folder_builds_in_the_user_cache(tmp_path, monkeypatch):
     folder = generate_catalogue(tmp_path / "shop", 20)
+    monkeypatch.delenv("GEM_CACHE_DIR", raising=False)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     from gem_envs.webshop import store
     monkeypatch.setattr(store, "_writable", lambda folder: False)  # as root, permissions would not stop a write

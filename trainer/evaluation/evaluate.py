@@ -47,15 +47,18 @@ from gem_trainer.evaluation import folder as eval_folder
 from gem_trainer.evaluation.folder import EPISODES_FILE, PLOT_FILE, REPORT_FILE, Planned
 from gem_trainer.evaluation.scores import EnvReport, summarise
 from gem_trainer.metrics import percent, save_figure
+from gem_trainer.trackers import RunInfo, Trackers, check_installed, parse_report_to
 
 #: What `gem eval` plays when neither the caller nor a checkpoint says otherwise.
 DEFAULTS: dict[str, Any] = {
     "envs": ["game:GuessTheNumber-v0-easy"], "api_key_env": "OPENAI_API_KEY", "episodes": 16, "samples": 1,
     "concurrency": 8, "max_new_tokens": 256, "temperature": 0.0, "top_p": 1.0, "seed": 0,
     "wrappers": "concat_chat", "device": "auto", "timeout": 120.0, "env_kwargs": {}, "trajectories": False,
+    "report_to": [],
 }
 #: Settings that change how an evaluation runs, not which episodes it plays: a resume may change them.
-RUNNING = ("api_key_env", "concurrency", "device", "output_dir", "progress", "timeout", "ray_address", "env_hosts")
+RUNNING = ("api_key_env", "concurrency", "device", "output_dir", "progress", "timeout", "ray_address", "env_hosts",
+           "report_to")
 #: The option of each setting whose name is not the field's with dashes.
 _OPTION = {"envs": "--env", "env_kwargs": "--env-arg"}
 TRAJECTORIES_DIR = "trajectories"
@@ -92,6 +95,7 @@ class EvalSettings:
     ray_address: str | None = None  # play the environments on a Ray cluster (see gem_trainer.config.vector_mode)
     env_hosts: int | None = None
     trajectories: bool | None = None  # also write each episode as a Harbor trajectory (gem_core.atif)
+    report_to: str | list[str] | None = None  # experiment trackers (gem_trainer.trackers): "wandb,mlflow", a list, "none"
 
     def validate(self) -> None:
         """Check resolved settings (see :func:`resolve_settings`)."""
@@ -111,6 +115,7 @@ class EvalSettings:
         if self.base_url is not None and not self.model:
             raise GemError("--base-url needs --model, the name of the model the endpoint serves.")
         check_env_ids(self.envs, "gem eval")
+        check_installed(parse_report_to(self.report_to))
 
 
 def resolve_settings(settings: EvalSettings, *, resume: bool = False) -> tuple[EvalSettings, dict[str, str]]:
@@ -231,17 +236,22 @@ def run_evaluation(settings: EvalSettings, *, console: Any = None, resume: bool 
     if not resume:
         episodes_path.write_text("")
         eval_folder.write_settings(output, _recorded(settings), sources)
-    reports, interrupted = _play(settings, policy, template, todo, [episode for episode, _ in done], episodes_path)
-    report = {
-        "policy": describe,
-        "settings": _recorded(settings),
-        "settings_from": sources,
-        "environments": [asdict(r) for r in reports],
-        "interrupted": interrupted,
-    }
-    (output / REPORT_FILE).write_text(json.dumps(report, indent=2))
-    if reports:
-        plot_report(reports, output / PLOT_FILE, title=describe)
+    trackers = Trackers.open(parse_report_to(settings.report_to), RunInfo(output, "eval", _recorded(settings), resumed=resume),
+                             say=print if console is None else lambda message: console.print(message, markup=False))
+    try:
+        reports, interrupted = _play(settings, policy, template, todo, [episode for episode, _ in done], episodes_path)
+        report = {
+            "policy": describe,
+            "settings": _recorded(settings),
+            "settings_from": sources,
+            "environments": [asdict(r) for r in reports],
+            "interrupted": interrupted,
+        }
+        (output / REPORT_FILE).write_text(json.dumps(report, indent=2))
+        plot = plot_report(reports, output / PLOT_FILE, title=describe) if reports else None
+        trackers.log_report(report, plot)
+    finally:
+        trackers.finish()
     if console is not None:
         _print_report(console, reports, describe, output)
     if interrupted:

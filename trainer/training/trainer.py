@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from gem_core.errors import GemError
-
+from gem_core.estimators import advantage_stats
 from gem_trainer.config import ConfigError, TrainConfig, save_config, validate, vector_mode
 from gem_trainer.metrics import MetricsLog, episode_stats, percent, plot_learning_curve
 from gem_trainer.model_calls import takes_explicit_mask
@@ -45,6 +45,7 @@ from gem_trainer.models import (
 )
 from gem_trainer.decoding.sampling import LocalPolicy, SamplingSettings
 from gem_trainer.runtime import prefer_passive_openmp
+from gem_trainer.trackers import RunInfo, Trackers
 from gem_trainer.training.rollout import seat_advantages, slot_env_ids, step_seeds, training_samples
 
 METRICS_FILE = "metrics.jsonl"
@@ -178,11 +179,15 @@ class Trainer:
 
     def _say(self, message: str) -> None:
         if self.progress:
-            if self.console is None:
-                from gem_core.cli.output import console
+            self._tell(message)
 
-                self.console = console()
-            self.console.print(message)
+    def _tell(self, message: str) -> None:
+        """Print, with or without progress (where the trackers log, and a tracker that stopped)."""
+        if self.console is None:
+            from gem_core.cli.output import console
+
+            self.console = console()
+        self.console.print(message, markup=False)
 
     def _probe_estimator(self) -> None:
         """Call the estimator on a batch shaped like the real ones, so a layout it rejects
@@ -207,7 +212,11 @@ class Trainer:
         self.setup()
         c = self.config
         last_checkpoint = None
+        trackers = Trackers()
         try:
+            trackers = Trackers.open(c.report_to, RunInfo(self.output_dir, "train", c.to_dict(), self.start_step + 1,
+                                                          resumed=self.resume is not None), say=self._tell)
+            records = self.metrics.read() if trackers else []
             with self._progress_bar() as bar:
                 self._phase = bar.phase
                 for step in range(self.start_step + 1, c.steps + 1):
@@ -215,13 +224,21 @@ class Trainer:
                     self.metrics.append(record)
                     if (c.save_every and step % c.save_every == 0) or step == c.steps:
                         last_checkpoint = self.save(step)
+                        trackers.log_text("train/checkpoint", str(last_checkpoint / ckpt.MODEL), step)
+                    if trackers:  # the learning curve so far, with the step's metrics
+                        records.append(record)
+                        trackers.log_step(record, self._plot(records))
                     bar(record)
         finally:
+            trackers.finish()
             self.vec_env.close()
         records = self.metrics.read()
-        plot = plot_learning_curve(records, self.output_dir / PLOT_FILE,
+        return TrainResult(self.output_dir, self.metrics.path, self._plot(records), last_checkpoint, records)
+
+    def _plot(self, records: list[dict[str, Any]]) -> Path:
+        c = self.config
+        return plot_learning_curve(records, self.output_dir / PLOT_FILE,
                                    title=f"{', '.join(c.envs)} - {c.estimator}, gamma {c.gamma}")
-        return TrainResult(self.output_dir, self.metrics.path, plot, last_checkpoint, records)
 
     def train_step(self, step: int) -> dict[str, Any]:
         """Play one batch of episodes and take one optimiser step; return the step's metrics."""
@@ -267,6 +284,7 @@ class Trainer:
         return {
             "step": step,
             **episode_stats(episodes),
+            **advantage_stats([a for _, a in parts]),
             "tokens_per_second": self.policy.generated_tokens / gen_s if gen_s else 0.0,
             "response_tokens": total_tokens / max(trained, 1),
             "turns_trained": trained,
@@ -279,6 +297,7 @@ class Trainer:
             "train_tokens_per_second": sum(len(s.prompt_ids) + len(s.completion_ids) for s in samples) / train_s
             if train_s else 0.0,
             "quarantined_slots": len(self.vec_env.quarantined),
+            "step_seconds": time.perf_counter() - started,
         }
 
     def save(self, step: int) -> Path:

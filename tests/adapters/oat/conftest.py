@@ -55,6 +55,8 @@ class ScriptedLLM:
     tokenizer: Any
     answer: Callable[[str], str] = bisection
     calls: list[list[list[int]]] = field(default_factory=list)
+    #: In place of ``answer``: the prompt's ids -> the answer's token ids.
+    script: Callable[[list[int]], list[int]] | None = None
 
     def generate(self, prompts=None, sampling_params=None, prompt_token_ids=None, lora_request=None,
                  use_tqdm=True):
@@ -63,7 +65,10 @@ class ScriptedLLM:
         end = self.tokenizer.convert_tokens_to_ids("<|im_end|>")
         outputs = []
         for ids, params in zip(prompt_token_ids, sampling_params):
-            answer = self.tokenizer.encode(self.answer(self.tokenizer.decode(ids)), add_special_tokens=False) + [end]
+            if self.script is not None:
+                answer = self.script(list(ids))
+            else:
+                answer = self.tokenizer.encode(self.answer(self.tokenizer.decode(ids)), add_special_tokens=False) + [end]
             finish = "length" if len(answer) > params.max_tokens else "stop"
             answer = answer[:params.max_tokens]
             logprobs = [{token: SimpleNamespace(logprob=-(k + 1) / 100)} for k, token in enumerate(answer)]
@@ -88,11 +93,12 @@ def make_actor(smollm2_tokenizer):
 
     actors = []
 
-    def make(*argv: str, answer: Callable[[str], str] = bisection) -> GemOatActor:
+    def make(*argv: str, answer: Callable[[str], str] = bisection, tokenizer: Any = None,
+             script: Callable[[list[int]], list[int]] | None = None) -> GemOatActor:
         args = oat_args(*argv)
         actor = GemOatActor(ipc_server=None, vllm_args={}, args=args)
-        actor.tokenizer = smollm2_tokenizer
-        actor.llm = ScriptedLLM(smollm2_tokenizer, answer)
+        actor.tokenizer = tokenizer or smollm2_tokenizer
+        actor.llm = ScriptedLLM(actor.tokenizer, answer, script=script)
         actor.use_lora_req = False
         actor.sampling_params = SamplingParams(max_tokens=args.generate_max_length)
         actor.setup_episodes()

@@ -37,6 +37,10 @@ def test_each_start_is_played_num_samples_times_as_real_episodes(make_actor, smo
 
     assert [(e[0].env_id, e[0].seed) for e in episodes] == [(EASY, 3), (EASY, 3), (EASY, 4), (EASY, 4)]
     assert metrics["actor/gem_episodes"] == 4 and metrics["actor/gem_env_faults"] == 0
+    # what oat logs of the episodes, counted as `gem train` counts them: bisection wins every one
+    assert metrics["actor/gem_success_rate"] == 1.0 and metrics["actor/gem_format_error_rate"] == 0.0
+    assert metrics["actor/gem_turns_per_episode"] == sum(map(len, episodes)) / 4
+    assert metrics["actor/gem_mean_return"] == pytest.approx(sum(t.rewards for e in episodes for t in e) / 4)
     for episode in episodes:
         rewards, ended = replayed_rewards(EASY, episode[0].seed, [t.action for t in episode])
         assert [t.rewards for t in episode] == rewards and ended  # bisection plays until it wins

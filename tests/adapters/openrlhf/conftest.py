@@ -42,18 +42,23 @@ class ScriptedEngine:
     returns vLLM's output shape with the next scripted answer, tokenized, plus ``<|im_end|>``
     (cut at ``max_tokens``, finish reason "length", as vLLM does).
 
-    ``answer`` is called with the decoded prompt and returns the text of the model's turn.
+    ``answer`` is called with the decoded prompt and returns the text of the model's turn; or
+    ``script`` with the prompt's ids, returning the turn's token ids.
     """
 
-    def __init__(self, tokenizer: Any, answer: Callable[[str], str]):
-        self.tokenizer, self.answer = tokenizer, answer
+    def __init__(self, tokenizer: Any, answer: Callable[[str], str] | None = None, *,
+                 script: Callable[[list[int]], list[int]] | None = None):
+        self.tokenizer, self.answer, self.script = tokenizer, answer, script
         self.calls: list[dict[str, Any]] = []
 
     async def generate(self, prompt_token_ids: list[int], sampling_params: Any, multi_modal_data: Any = None):
         await asyncio.sleep(0)
         self.calls.append({"prompt_ids": list(prompt_token_ids), "max_tokens": sampling_params.max_tokens})
-        text = self.answer(self.tokenizer.decode(prompt_token_ids, skip_special_tokens=False))
-        ids = self.tokenizer.encode(text, add_special_tokens=False) + [self.tokenizer.convert_tokens_to_ids("<|im_end|>")]
+        if self.script is not None:
+            ids = self.script(list(prompt_token_ids))
+        else:
+            text = self.answer(self.tokenizer.decode(prompt_token_ids, skip_special_tokens=False))
+            ids = self.tokenizer.encode(text, add_special_tokens=False) + [self.tokenizer.convert_tokens_to_ids("<|im_end|>")]
         finish = "stop"
         if sampling_params.max_tokens is not None and len(ids) > sampling_params.max_tokens:
             ids, finish = ids[:sampling_params.max_tokens], "length"

@@ -18,6 +18,7 @@ from gem_adapters.common.estimators import token_estimate
 from gem_adapters.openrlhf.advantages import install, installed, uninstall
 from gem_adapters.openrlhf.labels import encode_label
 from gem_core import GemError
+from gem_core.estimators import advantage_stats
 from tests.adapters import conformance as batch
 
 PAD = 0
@@ -92,10 +93,15 @@ def test_rebn_through_openrlhfs_advantage_path_matches_gem_core(openrlhf_parse, 
     result = maker.compute_advantages_and_returns(experiences)
     batch.assert_per_token(rows(result, "advantages"), batch.REBN)
     batch.assert_per_token(rows(result, "returns"), batch.RETURNS)
+    stats = advantage_stats(batch.REBN)  # over the batch's turns: mean 0, std 1 (up to ReBN's eps)
+    assert stats["advantage_mean"] == pytest.approx(0.0, abs=1e-9)
+    assert stats["advantage_std"] == pytest.approx(1.0, abs=1e-5)
     for experience in result:
         assert experience.advantages.shape == experience.action_mask.shape
         assert (experience.advantages[~experience.action_mask.bool()] == 0).all()
         assert experience.kl is None
+        for key, value in stats.items():  # what OpenRLHF logs from info, one value per sample
+            assert experience.info[f"gem_{key}"].tolist() == pytest.approx([value] * len(experience.labels), abs=1e-6)
 
 
 def test_without_gem_openrlhfs_own_estimator_gives_other_values(openrlhf_parse):

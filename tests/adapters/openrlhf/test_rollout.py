@@ -74,7 +74,11 @@ def test_openrlhf_loads_the_agent_file_and_its_executor_plays_a_gem_episode(tmp_
     assert played == {"env_id": EASY, "seed": 3, "turn_rewards": rewards, "stop": stop}
     assert len(rewards) >= 2 and stop in ("terminated", "truncated")
     assert experience.rewards.tolist() == pytest.approx([sum(rewards)])
-    assert experience.info["gem_turns"].tolist() == [len(rewards)]
+    # the episode's numbers, which OpenRLHF logs from info (the guesser finds the number)
+    assert {key: experience.info[key].tolist() for key in ("gem_turns", "gem_terminated", "gem_success",
+                                                             "gem_format_error")} == {
+        "gem_turns": [len(rewards)], "gem_terminated": [float(stop == "terminated")],
+        "gem_success": [1.0], "gem_format_error": [0.0]}
 
     # The tokens: the first observation through the chat template, then each answer (mask 1)
     # followed by the next observation as a user message (mask 0).

@@ -65,12 +65,17 @@ class ScriptedModel:
     tokenizer: Any
     answer: Callable[[str], str] = bisection
     calls: list[dict[str, Any]] = field(default_factory=list)
+    #: In place of ``answer``: the prompt's ids -> the answer's token ids.
+    script: Callable[[list[int]], list[int]] | None = None
 
     async def __call__(self, router_url: str, states: list[int], sampling_params: dict[str, Any]) -> dict[str, Any]:
         prompt = self.tokenizer.decode(states, skip_special_tokens=False)
         self.calls.append({"states": list(states), "sampling_params": dict(sampling_params)})
-        ids = self.tokenizer.encode(self.answer(prompt), add_special_tokens=False)
-        ids.append(self.tokenizer.convert_tokens_to_ids("<|im_end|>"))
+        if self.script is not None:
+            ids = self.script(list(states))
+        else:
+            ids = self.tokenizer.encode(self.answer(prompt), add_special_tokens=False)
+            ids.append(self.tokenizer.convert_tokens_to_ids("<|im_end|>"))
         finish = "stop"
         limit = sampling_params.get("max_new_tokens")
         if limit is not None and len(ids) > limit:

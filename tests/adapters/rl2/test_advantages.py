@@ -14,6 +14,7 @@ from omegaconf import OmegaConf
 
 from gem_adapters.common.estimators import estimator_names
 from gem_adapters.rl2.advantages import install, installed, uninstall
+from gem_core.estimators import advantage_stats
 from tests.adapters import conformance as batch
 
 PROMPT = 3  # prompt tokens before the first turn
@@ -68,13 +69,18 @@ def trainer(gloo):
     uninstall()
 
 
-def test_rebn_in_place_of_compute_advantages_matches_gem_core_per_token(trainer):
+def test_rebn_in_place_of_compute_advantages_matches_gem_core_per_token(trainer, capsys):
     native = trainer.compute_advantages
     assert install("rebn") == "rebn" and installed() == "rebn"
     tensor_dict, cu_seqs = packed(batch.EPISODES, batch.LAYOUT)
     trainer.compute_advantages(adv_config(), tensor_dict, cu_seqs, 1)
     # the tensor dict is shifted by one token (RL2 predicts token t+1 at t)
     batch.assert_per_token(tensor_dict["advantages"][:, PROMPT - 1:], batch.REBN)
+    # RL2's own logger (rank0_log: its console line and wandb) got the advantages' statistics over the turns
+    logged = capsys.readouterr().out
+    stats = advantage_stats(batch.REBN)
+    for key in ("advantage_std", "advantage_min", "advantage_max"):
+        assert f"gem/{key}: {stats[key]:.3g}" in logged, logged
     import RL2.utils.algorithms
 
     assert RL2.utils.algorithms.compute_advantages is trainer.compute_advantages  # where RL2 imports it from

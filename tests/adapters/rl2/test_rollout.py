@@ -195,13 +195,14 @@ def test_the_env_file_refuses_bad_options(tmp_path, smollm2_tokenizer_dir):
         spec.loader.exec_module(importlib.util.module_from_spec(spec))
 
 
-def test_the_chat_format_strips_the_end_of_turn_from_answers(smollm2_tokenizer):
-    from gem_adapters.common.chat import ChatFormat
+def test_a_step_without_the_answers_token_ids_is_refused(tmp_path, rl2_rollout, smollm2_tokenizer,
+                                                         smollm2_tokenizer_dir):
+    """The answer's ids come from RL2's generation, which the environment file wraps: text alone
+    cannot tell a cut answer ending in '<' from one that ended its turn."""
+    import asyncio
 
-    chat = ChatFormat(smollm2_tokenizer)
-    assert chat.answer_content("\\boxed{3}<|im_end|>") == "\\boxed{3}"
-    assert chat.answer_content("\\boxed{3") == "\\boxed{3"  # cut by a token limit
-    after = "\n<|im_start|>user\nHigher.<|im_end|>\n<|im_start|>assistant\n"
-    assert chat.after_answer("\\boxed{3}<|im_end|>", "Higher.") == after
-    ids = smollm2_tokenizer.encode("\\boxed{3}<|im_end|>", add_special_tokens=False)
-    assert chat.after_answer(ids, "Higher.") == after and chat.answer_content(ids) == "\\boxed{3}"
+    written = write_run(settings(tmp_path, smollm2_tokenizer_dir))
+    env = rl2_rollout(written.file, ScriptedModel(smollm2_tokenizer)).env
+    state, extra_info = asyncio.run(env.reset({"env_id": EASY, "seed": 0}))
+    with pytest.raises(GemError, match="token ids of the answer"):
+        asyncio.run(env.step(state, "\\boxed{3}<|im_end|>", extra_info))

@@ -88,10 +88,23 @@ def test_info_holds_only_what_roll_reads(gem):
     assert info["env_instruction"] == observation  # StepEnvManager reads history[0]["env_instruction"]
     assert not set(info) & ROLL_RECORD_KEYS
     _, _, _, _, info = env.step(action="no guess here")
-    assert set(info) == {"use_tool", "metrics"} and info["use_tool"] is False
+    assert set(info) == {"use_tool", "metrics", "metrics_agg_mode"} and info["use_tool"] is False
     assert all(isinstance(value, float) for value in info["metrics"].values())  # ROLL averages them
     assert info["metrics"]["env_error"] == 0.0
     assert info["metrics"].get("action_is_valid", True)  # StepEnvManager's history lookup
+    # the episode's numbers, which ROLL takes from the last step (aggregate_metrics' "last" mode)
+    assert {key: info["metrics"][key] for key in info["metrics_agg_mode"]} == {
+        "gem_turns": 1.0, "gem_terminated": 1.0, "gem_success": 0.0, "gem_format_error": 1.0}
+    assert set(info["metrics_agg_mode"].values()) == {"last"}
+    env.close()
+
+
+def test_the_last_step_carries_the_episodes_numbers(gem):
+    env = gem.make(env_id=roll_env_id(EASY), **{"max_number": 10})
+    history, terminated, _ = play_as_roll(env, 4, [f"\\boxed{{{guess}}}" for guess in range(1, 11)])
+    last = history[-2]["metrics"]  # the last step's record (ROLL's final record holds the next observation)
+    assert terminated and last["gem_success"] == 1.0 and last["gem_turns"] == len(history) - 1
+    assert last["gem_format_error"] == 0.0 and history[-2]["metrics_agg_mode"]["gem_success"] == "last"
     env.close()
 
 
@@ -194,7 +207,8 @@ def test_every_offline_id_plays_through_gem_make_or_names_what_it_needs(gem):
         except GemError as error:
             refused[spec.id] = str(error)
             continue
-        assert isinstance(observation, str) and observation and set(step[4]) == {"use_tool", "metrics"}
+        assert isinstance(observation, str) and observation
+        assert set(step[4]) == {"use_tool", "metrics", "metrics_agg_mode"}
         played.append(spec.id)
     assert len(played) >= 160, refused
     # reasoning-gym 0.1.23 (gem-llm 0.0.4's pin) lacks two datasets, which are refused, not broken.

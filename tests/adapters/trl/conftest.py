@@ -73,14 +73,18 @@ def make_trainer(smollm2_dir, tmp_path):
     return make
 
 
-def scripted_generation(tokenizer, answer: Callable[[str], str]):
+def scripted_generation(tokenizer, answer: Callable[[str], str] | None = None, *,
+                        script: Callable[[list[int]], list[int]] | None = None):
     """In place of ``trainer._generate_single_turn``: each context's answer is ``answer(context
-    text)``, tokenized and closed with ``<|im_end|>``, as TRL's generation returns it."""
+    text)``, tokenized and closed with ``<|im_end|>``, as TRL's generation returns it; or, with
+    ``script``, the token ids ``script(context ids)``."""
     end = tokenizer.convert_tokens_to_ids("<|im_end|>")
     calls: list[int] = []
 
     def generate(prompt_ids, images, multimodal_fields, num_generations, has_tool_images=False):
         calls.append(len(prompt_ids))
+        if script is not None:
+            return [script(list(ids)) for ids in prompt_ids], None
         texts = [answer(tokenizer.decode(ids, skip_special_tokens=False)) for ids in prompt_ids]
         return [tokenizer.encode(text, add_special_tokens=False) + [end] for text in texts], None
 

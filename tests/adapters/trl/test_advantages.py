@@ -10,6 +10,7 @@ import torch
 
 from gem_adapters.common.estimators import estimator_names
 from gem_core.errors import GemError
+from gem_core.estimators import advantage_stats
 from tests.adapters import conformance as batch
 from tests.adapters.trl.conftest import EASY, rows
 
@@ -39,7 +40,7 @@ def layout_rollout(episodes, layout):
         return {"prompt_ids": [[TOKEN, TOKEN]] * len(prompts), "completion_ids": completion_ids, "logprobs": None,
                 "env_mask": masks, "gem_turn_rewards": [list(e) for e in episodes],
                 "gem_turn_spans": batch.turn_spans(layout), "gem_stop": ["terminated"] * len(prompts),
-                "gem_success": [False] * len(prompts)}
+                "gem_success": [False] * len(prompts), "gem_format_error": [False] * len(prompts)}
 
     return rollout
 
@@ -56,6 +57,8 @@ def test_rebn_per_token_advantages_equal_gem_cores(make_trainer):
     output = scored(trainer, batch.EPISODES, batch.LAYOUT)
     assert output["advantages"].shape == output["completion_ids"].shape
     batch.assert_per_token(output["advantages"], batch.REBN)
+    logged = {key: trainer._metrics["train"][f"gem/{key}"][-1] for key in advantage_stats(batch.REBN)}
+    assert logged == pytest.approx(advantage_stats(batch.REBN))  # what TRL's log gets: mean 0, std 1 over turns
     _, model_tokens = batch.token_rows(layout=batch.LAYOUT, width=output["tool_mask"].shape[1])
     for row, (mask, expected) in enumerate(zip(output["tool_mask"].tolist(), model_tokens.tolist())):
         length = sum(m + e for m, e in batch.LAYOUT[row])

@@ -30,6 +30,7 @@ def test_episodes_are_played_to_the_end_with_masks_and_per_turn_rewards(make_tra
     out = play(trainer, train_rows)
 
     assert out["gem_stop"] == ["terminated"] * 4  # bisection finds 1..10 within the 4 guesses
+    assert out["gem_success"] == [True] * 4 and out["gem_format_error"] == [False] * 4
     assert out["gem_turn_rewards"][0] == out["gem_turn_rewards"][1]  # same seed, same episode
     assert out["logprobs"] is None  # transformers' generation gives none
     assert generate.calls[0] == 4 and generate.calls == sorted(generate.calls, reverse=True)
@@ -53,6 +54,7 @@ def test_max_turns_and_the_episode_budget_end_episodes(make_trainer, smollm2_tok
     trainer._generate_single_turn = scripted_generation(smollm2_tokenizer, lambda prompt: "\\boxed{1}")
     out = play(trainer, train_rows, EpisodeRollout(EpisodeOptions(max_turns=1)))
     assert out["gem_stop"] == ["max_turns"] and len(out["gem_turn_rewards"][0]) == 1
+    assert out["gem_success"] == [False] and out["gem_format_error"] == [False]  # a wrong guess, well written
 
     out = play(trainer, train_rows, EpisodeRollout(episode_tokens=20))
     assert out["gem_stop"] == ["episode_tokens"] and len(out["gem_turn_rewards"][0]) == 1

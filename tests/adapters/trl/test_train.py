@@ -20,6 +20,7 @@ import torch
 from gem_adapters.trl.config import RunSettings, write_run
 from gem_adapters.trl.train import build_trainer, parse
 from gem_core import get_estimator
+from gem_core.estimators import advantage_stats
 from tests.adapters.trl.conftest import EASY
 
 #: Small enough for a 2-core machine: 2 steps of 8 episodes (2 starts x 4), at most 2 turns of
@@ -57,8 +58,12 @@ def test_trl_trains_smollm2_on_gem_episodes_with_a_gem_estimator(tmp_path, smoll
     logs = [entry for entry in trainer.state.log_history if "loss" in entry]
     assert trainer.state.global_step == 2 and len(logs) == 2
     for entry in logs:
-        assert {"loss", "reward", "rewards/episode_return/mean", "gem/turns"} <= set(entry)
+        assert {"loss", "reward", "rewards/episode_return/mean", "gem/turns", "gem/success_rate",
+                "gem/format_error_rate", "gem/advantage_mean", "gem/advantage_std"} <= set(entry)
     assert len(computed) == 2
+    for entry, (_, rows) in zip(logs, computed):  # TRL's log holds each batch's advantage statistics
+        expected = advantage_stats(get_estimator("reinforce")([row["gem_turn_rewards"] for row in rows], gamma=0.9))
+        assert {key: entry[f"gem/{key}"] for key in expected} == pytest.approx(expected, abs=1e-4)
     for output, rows in computed:
         advantages, mask = output["advantages"], output["completion_mask"] * output["tool_mask"]
         assert advantages.shape == output["completion_ids"].shape  # per token, from GEM

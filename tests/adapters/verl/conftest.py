@@ -57,11 +57,13 @@ class ScriptedServer:
     """Stands in for verl's server manager: ``generate`` takes prompt token ids and returns a
     ``TokenOutput`` whose token ids are the next scripted answer, tokenized, plus ``<|im_end|>``.
 
-    ``answer`` is called with the decoded prompt and returns the text of the model's turn.
+    ``answer`` is called with the decoded prompt and returns the text of the model's turn; or
+    ``script`` with the prompt's ids, returning the turn's token ids.
     """
 
-    def __init__(self, tokenizer: Any, answer: Callable[[str], str], *, logprobs: bool = False):
-        self.tokenizer, self.answer, self.logprobs = tokenizer, answer, logprobs
+    def __init__(self, tokenizer: Any, answer: Callable[[str], str] | None = None, *, logprobs: bool = False,
+                 script: Callable[[list[int]], list[int]] | None = None):
+        self.tokenizer, self.answer, self.logprobs, self.script = tokenizer, answer, logprobs, script
         self.calls: list[dict[str, Any]] = []
         self.generated: list[list[int]] = []
 
@@ -72,8 +74,11 @@ class ScriptedServer:
         await asyncio.sleep(0)
         self.calls.append({"request_id": request_id, "prompt_ids": list(prompt_ids),
                            "sampling_params": dict(sampling_params), "image_data": kwargs.get("image_data")})
-        text = self.answer(self.tokenizer.decode(prompt_ids, skip_special_tokens=False))
-        ids = self.tokenizer.encode(text, add_special_tokens=False) + [self.tokenizer.eos_token_id]
+        if self.script is not None:
+            ids = self.script(list(prompt_ids))
+        else:
+            text = self.answer(self.tokenizer.decode(prompt_ids, skip_special_tokens=False))
+            ids = self.tokenizer.encode(text, add_special_tokens=False) + [self.tokenizer.eos_token_id]
         ids = ids[:sampling_params["max_tokens"]]
         self.generated.append(ids)
         log_probs = [-0.25 - 0.01 * i for i in range(len(ids))] if self.logprobs else None

@@ -40,14 +40,19 @@ def responses(conversation: str) -> list[str]:
     return re.findall(r"<tool_response>\n?(.*?)\n?</tool_response>", conversation, re.DOTALL)
 
 
-def scripted_generate(tokenizer, player: Callable[[str], str]):
+def scripted_generate(tokenizer, player: Callable[[str], str] | None = None, *,
+                      script: Callable[[list[int]], list[int]] | None = None):
     """In place of the model's ``generate``: each prompt's continuation is ``player(prompt text)``,
-    closed with ``<|im_end|>`` and right-padded, after the prompt, as ``generate`` returns it."""
+    closed with ``<|im_end|>`` (or the token ids ``script(prompt ids)``) and right-padded, after the
+    prompt, as ``generate`` returns it."""
     end = tokenizer.convert_tokens_to_ids("<|im_end|>")
 
     def generate(input_ids=None, attention_mask=None, **_settings):
         answers = []
         for ids, mask in zip(input_ids, attention_mask):
+            if script is not None:
+                answers.append(script(ids[mask.bool()].tolist()))
+                continue
             text = tokenizer.decode(ids[mask.bool()], skip_special_tokens=False)
             answers.append(tokenizer.encode(player(text), add_special_tokens=False) + [end])
         width = max(map(len, answers))
@@ -57,7 +62,7 @@ def scripted_generate(tokenizer, player: Callable[[str], str]):
     return generate
 
 
-def train(model_dir, env_id, seeds, player, out, *, steps=1, generations=2, **grpo):
+def train(model_dir, env_id, seeds, player, out, *, steps=1, generations=2, script=None, **grpo):
     """Train with TRL's stock GRPOTrainer and GEM's factory; returns the trainer, what each
     batch's reward functions saw (completions, environments' info) and the weights before."""
     from datasets import Dataset
@@ -66,7 +71,7 @@ def train(model_dir, env_id, seeds, player, out, *, steps=1, generations=2, **gr
 
     tokenizer = with_tool_calling(AutoTokenizer.from_pretrained(model_dir))
     model = AutoModelForCausalLM.from_pretrained(model_dir)
-    model.generate = scripted_generate(tokenizer, player)
+    model.generate = scripted_generate(tokenizer, player, script=script)
     batches = []
 
     def record(completions, environments, **_columns):

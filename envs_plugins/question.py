@@ -1,5 +1,6 @@
-"""Single-turn question environments: ``reset`` shows a question, ``step`` grades the answer in
-the response's last ``\\boxed{}`` and ends the episode."""
+"""Single-turn question environments, the base of the math and reasoning-gym packs' own:
+``reset`` shows a question, ``step`` grades the answer in the response's last ``\\boxed{}`` and
+ends the episode."""
 
 from __future__ import annotations
 

@@ -2,6 +2,7 @@
 
 import asyncio
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -11,10 +12,10 @@ import time
 
 import pytest
 
-from gem_envs.math.workers import Outcome, WorkerPool, WorkerStartError, sandbox_prefix
-from tests.helpers import REPO
+from gem_core.sandbox.worker_pool import Outcome, WorkerPool, WorkerStartError
+from tests.helpers import REPO, LoopTicks
 
-MODULE = "tests.math.worker_functions"
+MODULE = "tests.tools.worker_functions"
 
 
 @pytest.fixture(autouse=True)
@@ -130,19 +131,10 @@ def test_async_calls_do_not_block_the_event_loop(pool):
     pool.call("add", 0, 0, time_limit=5)
 
     async def main():
-        ticks = 0
-
-        async def ticker():
-            nonlocal ticks
-            while True:
-                await asyncio.sleep(0.02)
-                ticks += 1
-
-        task = asyncio.create_task(ticker())
-        outcomes = await asyncio.gather(pool.acall("sleep", 0.5, time_limit=5),
-                                        pool.acall("add", 1, 2, time_limit=5))
-        task.cancel()
-        return outcomes, ticks
+        async with LoopTicks(0.02) as ticks:
+            outcomes = await asyncio.gather(pool.acall("sleep", 0.5, time_limit=5),
+                                            pool.acall("add", 1, 2, time_limit=5))
+        return outcomes, ticks.count
 
     (slept, added), ticks = asyncio.run(main())
     assert slept.value == 0.5 and added.value == 3
@@ -157,11 +149,25 @@ def test_close_kills_every_worker(pool):
     assert all(wait_until_gone(pid, timeout=2) for pid in pids)
 
 
+def test_close_kills_busy_workers_too_and_their_callers_get_an_outcome(pool):
+    pool.call("add", 1, 1, time_limit=5)
+    (busy,) = pool.worker_pids
+    outcomes = []
+    caller = threading.Thread(target=lambda: outcomes.append(pool.call("sleep", 30, time_limit=60)))
+    caller.start()
+    time.sleep(0.5)  # the call is running
+    pool.close()
+    caller.join(timeout=15)
+    assert not caller.is_alive() and not outcomes[0].ok
+    assert wait_until_gone(busy, timeout=2) and pool.worker_pids == []
+    assert pool.call("add", 2, 2, time_limit=5).value == 4  # a fresh worker
+
+
 @pytest.mark.parametrize("function", ["sleep", "stubborn_sleep"])
 def test_a_worker_exits_when_its_caller_dies(function):
     code = textwrap.dedent(f"""
         import sys
-        from gem_envs.math.workers import WorkerPool
+        from gem_core.sandbox.worker_pool import WorkerPool
         pool = WorkerPool({MODULE!r}, max_workers=1)
         pool.call("add", 1, 1, time_limit=5)
         print(pool.worker_pids[0], flush=True)
@@ -182,7 +188,7 @@ def test_a_worker_exits_when_its_caller_dies(function):
 
 def test_workers_are_gone_after_the_interpreter_exits():
     code = textwrap.dedent(f"""
-        from gem_envs.math.workers import WorkerPool
+        from gem_core.sandbox.worker_pool import WorkerPool
         pool = WorkerPool({MODULE!r}, max_workers=2)
         pool.call("add", 1, 1, time_limit=5)
         print(pool.worker_pids[0], flush=True)
@@ -193,24 +199,63 @@ def test_workers_are_gone_after_the_interpreter_exits():
 
 
 def test_a_module_that_fails_to_import_raises_a_clear_error():
-    pool = WorkerPool("tests.math.no_such_module", max_workers=1)
+    pool = WorkerPool("tests.tools.no_such_module", max_workers=1)
     with pytest.raises(WorkerStartError, match="no_such_module"):
         pool.call("anything", time_limit=1)
     assert pool.worker_pids == []
 
 
-@pytest.mark.skipif(not sandbox_prefix(), reason="bubblewrap is not available here")
-def test_workers_cannot_write_files_or_see_the_callers_processes(pool, tmp_path):
-    for target in (REPO / "tests" / "math" / "written-by-a-worker", tmp_path / "x"):
-        assert "Errno 30" in pool.call("touch", str(target), time_limit=5).error  # read-only
-        assert not target.exists()
+def test_workers_cannot_write_files_or_see_the_callers_processes(sandbox, pool, tmp_path):
+    target = REPO / "tests" / "tools" / "written-by-a-worker"
+    assert "Errno 30" in pool.call("touch", str(target), time_limit=5).error  # the host's files: read-only
+    assert not target.exists()
+    error = pool.call("touch", str(tmp_path / "x"), time_limit=5).error  # not there (its own /tmp), or read-only
+    assert "Errno 2" in error or "Errno 30" in error
+    assert not (tmp_path / "x").exists()
     assert pool.call("parent_pid", time_limit=5).value != os.getpid()  # its own process namespace
+
+
+def test_workers_run_in_the_sandbox_of_the_python_tool(sandbox, pool):
+    """The policy of gem_core.sandbox.bubblewrap: an unprivileged user, no network, secrets masked."""
+    assert pool.call("user_ids", time_limit=5).value == [65534, 65534]
+    assert pool.call("network_interfaces", time_limit=5).value == ["lo"]
+    if os.path.isfile("/etc/shadow"):
+        assert not pool.call("read", "/etc/shadow", time_limit=5).value  # masked: empty or unreadable
+
+
+def test_workers_import_from_folders_the_sandbox_would_not_show(sandbox, tmp_path, monkeypatch):
+    """A module under the host's /tmp (hidden by the sandbox's own) is shown at its own path."""
+    (tmp_path / "gem_test_scorer.py").write_text("def double(x):\n    return 2 * x\n")
+    tmp_path.chmod(0o755)  # pytest makes it 0700, which the sandbox user may not enter
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(tmp_path), os.environ["PYTHONPATH"]]))
+    pool = WorkerPool("gem_test_scorer", max_workers=1)
+    try:
+        assert pool.call("double", 21, time_limit=5).value == 42
+    finally:
+        pool.close()
+
+
+def test_gem_bwrap_names_the_bubblewrap_the_workers_run_under(sandbox, tmp_path):
+    log = tmp_path / "bwrap.log"
+    wrapper = tmp_path / "bwrap"
+    wrapper.write_text(f'#!/bin/sh\necho "$@" >> {log}\nexec {shutil.which("bwrap")} "$@"\n')
+    wrapper.chmod(0o755)
+    code = textwrap.dedent(f"""
+        from gem_core.sandbox.worker_pool import WorkerPool
+        pool = WorkerPool({MODULE!r}, max_workers=1)
+        print(pool.call("add", 1, 2, time_limit=5).value)
+        pool.close()
+    """)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "GEM_BWRAP": str(wrapper)})
+    assert done.stdout.strip() == "3", done.stderr
+    assert "gem_core.sandbox.worker" in log.read_text()
 
 
 def test_a_forked_child_starts_its_own_workers():
     code = textwrap.dedent(f"""
         import os
-        from gem_envs.math.workers import WorkerPool
+        from gem_core.sandbox.worker_pool import WorkerPool
         pool = WorkerPool({MODULE!r}, max_workers=1)
         parent_pid = os.getpid()
         assert pool.call("add", 1, 1, time_limit=5).value == 2

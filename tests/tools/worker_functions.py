@@ -1,6 +1,7 @@
-"""Functions that tests run in scoring workers (module ``tests.math.worker_functions``)."""
+"""Functions that tests run in scoring workers (module ``tests.tools.worker_functions``)."""
 
 import os
+import socket
 import tempfile
 import time
 
@@ -76,3 +77,16 @@ def burn_cpu(seconds):
     while time.process_time() < end:
         pass
     return seconds
+
+
+def read(path):
+    with open(path, errors="replace") as f:
+        return f.read()
+
+
+def network_interfaces():
+    return sorted(name for _, name in socket.if_nameindex())
+
+
+def user_ids():
+    return [os.getuid(), os.geteuid()]

@@ -1,4 +1,4 @@
-"""The worker side of :mod:`gem_envs.math.workers`: ``python -m gem_envs.math.worker MODULE MEMORY_MB``.
+"""The worker side of :mod:`gem_core.sandbox.worker_pool`: ``python -m gem_core.sandbox.worker MODULE MEMORY_MB``.
 
 Messages are length-prefixed: requests are pickles from the trusted caller, replies are JSON (so
 that code run on hostile input cannot send the caller anything but data). The worker replies
@@ -23,8 +23,10 @@ import threading
 import warnings
 from typing import Any, BinaryIO
 
+#: Each message's length, before it.
 HEADER = struct.Struct(">I")
-MAX_REQUEST_BYTES = 64 * 1024 * 1024
+#: Largest message either side accepts.
+MAX_MESSAGE_BYTES = 64 * 1024 * 1024
 
 
 class TimeLimitExceeded(BaseException):
@@ -170,7 +172,7 @@ def _receive(stream: BinaryIO) -> bytes | None:
     if header is None:
         return None
     (size,) = HEADER.unpack(header)
-    if size > MAX_REQUEST_BYTES:
+    if size > MAX_MESSAGE_BYTES:
         return None
     return _read_exactly(stream, size)
 

@@ -2,18 +2,24 @@
 
 Scoring an LLM's answer runs third-party code on arbitrary text: sympy can spend minutes on a
 crafted expression, and some reasoning-gym scorers call ``eval`` on the answer. So scoring runs in
-long-lived worker processes (see :mod:`gem_envs.math.worker` for the other side):
+long-lived worker processes (see :mod:`gem_core.sandbox.worker` for the other side):
 
 * every call has a wall-clock limit: the worker interrupts itself at the limit and stays alive;
   if it has not answered ``grace`` seconds later (C code cannot be interrupted), the caller kills
   it and starts a fresh one on the next call;
 * callers never wait without a deadline, from any thread (async callers use :meth:`acall`), and
-  concurrent callers share up to ``max_workers`` workers;
+  concurrent callers share up to ``max_workers`` workers, lent by a
+  :class:`~gem_core.sandbox.warm_pool.WarmPool`;
 * no process outlives its use: killed workers are reaped at once, every worker is killed at
-  interpreter exit, a worker whose caller died exits (its stdin closes), and a CPU-time limit
-  bounds one stuck in C code;
-* workers run under bubblewrap when it is available (read-only file system, no network, own
-  process namespace), with address-space and file-size limits (no writes once started).
+  interpreter exit, a worker whose caller died exits (its stdin closes, and bubblewrap ends its
+  sandbox with the caller), and a CPU-time limit bounds one stuck in C code; a forked child
+  starts workers of its own and leaves its parent's alone;
+* workers run in the sandbox of :mod:`gem_core.sandbox.bubblewrap` (``$GEM_BWRAP`` names bwrap)
+  where it works: no network, their own process namespace, an unprivileged user, and the host's
+  file system read-only (``host_root``: they import whatever their caller imports) with a private
+  ``/tmp`` for the caches libraries write while they load; then address-space and file-size
+  limits (no writes once started). Where no sandbox can be made they run without one, with a
+  warning.
 
 Workers load one module given by name and run its functions; a module may define ``warm_up()``,
 which runs once before the worker reports ready.
@@ -23,14 +29,14 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import contextlib
+import importlib.util
 import json
 import logging
 import os
 import pickle
 import selectors
-import shutil
 import signal
-import struct
 import subprocess
 import sys
 import threading
@@ -41,14 +47,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from gem_core.errors import GemError
+from gem_core.sandbox import bubblewrap
+from gem_core.sandbox.warm_pool import WarmPool, launcher
+from gem_core.sandbox.worker import HEADER, MAX_MESSAGE_BYTES
 
 logger = logging.getLogger(__name__)
 
-HEADER = struct.Struct(">I")
-#: Largest message either side accepts.
-MAX_MESSAGE_BYTES = 64 * 1024 * 1024
 #: Environment variable: the most workers one pool runs at once (default: CPU count, at most 4).
 WORKERS_ENV_VAR = "GEM_SCORING_WORKERS"
+WORKER_MODULE = "gem_core.sandbox.worker"
+#: Size of a sandboxed worker's ``/tmp`` (and ``/dev/shm``).
+SCRATCH_BYTES = 64 << 20
 
 
 @dataclass(frozen=True)
@@ -82,17 +91,22 @@ def default_max_workers() -> int:
 
 
 class _Worker:
-    """One worker process and its two pipes."""
+    """One worker process and its two pipes (a sandbox of a :class:`WarmPool`)."""
 
-    def __init__(self, command: list[str]):
-        self.process = subprocess.Popen(
-            command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-            start_new_session=True,  # its own process group, so a kill reaches everything it started
-            close_fds=True,
-        )
+    def __init__(self, process: subprocess.Popen, sandbox: contextlib.ExitStack):
+        self.process = process
+        self.jobs = 0
         self.ready = False
+        self._sandbox = sandbox  # what the sandbox holds while it runs (a user namespace, run by root)
+        self.busy = False  # a caller is reading or writing its pipes
+        self._closing = threading.Lock()
+        self._killed = self._released = False
         self._selector = selectors.DefaultSelector()
         self._selector.register(self.process.stdout, selectors.EVENT_READ)
+
+    @property
+    def alive(self) -> bool:
+        return self.process.poll() is None
 
     def send(self, payload: bytes) -> None:
         data = HEADER.pack(len(payload)) + payload
@@ -132,22 +146,30 @@ class _Worker:
             size -= len(chunk)
         return b"".join(chunks)
 
-    def kill(self) -> None:
-        """Kill the worker and everything it started, and reap it."""
-        try:
-            os.killpg(self.process.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-        try:
-            self.process.wait(timeout=10)
-        except subprocess.TimeoutExpired:  # pragma: no cover - SIGKILL is not ignorable
-            logger.warning("scoring worker %d did not exit after SIGKILL", self.process.pid)
-        self._selector.close()
-        for stream in (self.process.stdin, self.process.stdout):
+    def close(self) -> None:
+        """Kill the worker and everything it started, reap it, and release its pipes unless a
+        caller is using them (the caller, woken by the end of its output, closes it again).
+        Safe from any thread, any number of times."""
+        with self._closing:
+            if not self._killed:
+                self._killed = True
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(self.process.pid, signal.SIGKILL)
             try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:  # pragma: no cover - SIGKILL is not ignorable
+                logger.warning("scoring worker %d did not exit after SIGKILL", self.process.pid)
+            if not self.busy and not self._released:
+                self._released = True
+                self._selector.close()
+                self.let_go()
+                self._sandbox.close()
+
+    def let_go(self) -> None:
+        """Close this process's ends of the worker's pipes, leaving the worker running."""
+        for stream in (self.process.stdin, self.process.stdout):
+            with contextlib.suppress(OSError):
                 stream.close()
-            except OSError:
-                pass
 
 
 class WorkerPool:
@@ -163,10 +185,7 @@ class WorkerPool:
         self.memory_mb = memory_mb
         self.start_timeout = start_timeout
         self.grace = grace
-        self._idle: list[_Worker] = []
-        self._all: set[_Worker] = set()
-        self._live = 0
-        self._condition = threading.Condition()
+        self._workers = self._new_lending()
         _POOLS.add(self)
 
     def call(self, function: str, *args: Any, time_limit: float,
@@ -180,13 +199,18 @@ class WorkerPool:
         if time_limit <= 0:
             raise ValueError(f"time_limit must be positive, got {time_limit}")
         request = pickle.dumps((setup, function, args, float(time_limit)))
-        worker = self._acquire()
+        workers = self._workers
+        worker = workers.borrow()
         healthy = False
         try:
+            worker.busy = True
             outcome, healthy = self._run(worker, request, time_limit, setup is not None)
             return outcome
         finally:
-            self._release(worker, healthy)
+            worker.busy = False
+            if not healthy:
+                worker.close()
+            workers.give_back(worker)  # a worker closed meanwhile is closed again, and released
 
     async def acall(self, function: str, *args: Any, time_limit: float,
                     setup: tuple[str, tuple[Any, ...]] | None = None) -> Outcome:
@@ -194,78 +218,50 @@ class WorkerPool:
         return await asyncio.to_thread(self.call, function, *args, time_limit=time_limit, setup=setup)
 
     def warm(self) -> None:
-        """Start one worker in the background if none runs yet (returns at once)."""
-        with self._condition:
-            if self._live:
-                return
-            self._live += 1
-        try:
-            worker = self._spawn()
-        except BaseException:
-            with self._condition:
-                self._live -= 1
-            raise
-        with self._condition:
-            self._idle.append(worker)
-            self._condition.notify()
+        """Start one worker if none runs yet (returns once it is started, not ready)."""
+        self._workers.warm()
 
     def close(self) -> None:
-        """Kill every worker. Calls made afterwards start new ones."""
-        with self._condition:
-            idle, self._idle = self._idle, []
-            for worker in idle:
-                self._all.discard(worker)
-                self._live -= 1
-            busy = list(self._all)  # their callers see the kill and release them
-        for worker in idle + busy:
-            worker.kill()
+        """Kill every worker, busy ones included (their callers see them die). Calls made
+        afterwards start new ones."""
+        workers, self._workers = self._workers, self._new_lending()
+        workers.close(in_use=True)
 
     @property
     def worker_pids(self) -> list[int]:
         """Process ids of the live workers (the sandbox's when sandboxed)."""
-        with self._condition:
-            return sorted(w.process.pid for w in self._all)
+        return sorted(worker.process.pid for worker in self._workers.sandboxes)
 
     # -- internals -------------------------------------------------------------------------
 
-    def _acquire(self) -> _Worker:
-        with self._condition:
-            while True:
-                if self._idle:
-                    return self._idle.pop()
-                if self._live < self.max_workers:
-                    self._live += 1
-                    break
-                self._condition.wait()
-        try:
-            return self._spawn()
-        except BaseException:
-            with self._condition:
-                self._live -= 1
-                self._condition.notify()
-            raise
+    def _new_lending(self) -> WarmPool[_Worker]:
+        return WarmPool(self._start, max_sandboxes=self.max_workers, jobs_per_sandbox=None)
 
-    def _release(self, worker: _Worker, healthy: bool) -> None:
-        if not healthy:
-            worker.kill()
-        with self._condition:
-            if healthy and worker in self._all:
-                self._idle.append(worker)
+    def _start(self) -> _Worker:
+        sandbox = contextlib.ExitStack()
+        program = ["-m", WORKER_MODULE, self.module, str(self.memory_mb)]
+        try:
+            if sandboxed():
+                python = _interpreter()
+                argv, fds = sandbox.enter_context(bubblewrap.sandbox_argv(
+                    python, program, tmp_bytes=SCRATCH_BYTES, files={}, host_root=True,
+                    readonly_binds=tuple((path, path) for path in _import_roots(self.module)
+                                         if not bubblewrap.visible(python, path, host_root=True))))
+                env = {**os.environ, "TMPDIR": bubblewrap.WORKDIR}
             else:
-                self._all.discard(worker)
-                self._live -= 1
-            self._condition.notify()
-
-    def _spawn(self) -> _Worker:
-        command = [*sandbox_prefix(), sys.executable, "-m", "gem_envs.math.worker", self.module,
-                   str(self.memory_mb)]
-        try:
-            worker = _Worker(command)
-        except OSError as e:
-            raise WorkerStartError(f"Cannot start a scoring worker ({' '.join(command)}): {e}") from e
-        with self._condition:
-            self._all.add(worker)
-        return worker
+                argv, fds, env = [sys.executable, *program], [], None
+            # From the launcher thread: bwrap's --die-with-parent follows the thread that starts it.
+            process = launcher().submit(
+                subprocess.Popen, argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                start_new_session=True,  # its own process group, so a kill reaches everything it started
+                pass_fds=fds, env=env).result()
+        except (OSError, bubblewrap.SandboxError) as e:
+            sandbox.close()
+            raise WorkerStartError(f"Cannot start a scoring worker for {self.module}: {e}") from e
+        except BaseException:
+            sandbox.close()
+            raise
+        return _Worker(process, sandbox)
 
     def _wait_ready(self, worker: _Worker) -> None:
         try:
@@ -285,6 +281,7 @@ class WorkerPool:
         """Send one request; returns the outcome and whether the worker may be reused."""
         if not worker.ready:
             self._wait_ready(worker)
+        worker.jobs += 1
         try:
             worker.send(request)
             if has_setup:
@@ -311,44 +308,47 @@ def _outcome(message: dict[str, Any]) -> Outcome:
     return Outcome(value=message.get("value"))
 
 
-# -- sandbox ------------------------------------------------------------------------------------
+# -- the sandbox --------------------------------------------------------------------------------
 
-_sandbox: list[str] | None = None
+_sandbox_problem: list[str | None] = []
 _sandbox_lock = threading.Lock()
 
 
-def sandbox_prefix() -> list[str]:
-    """The bubblewrap command line that workers run under, or ``[]`` (with a warning, once) when
-    bubblewrap is missing or does not work here."""
-    global _sandbox
+def sandboxed() -> bool:
+    """Whether workers run in a bubblewrap sandbox here; the first call that finds they cannot
+    says why (a warning) once."""
     with _sandbox_lock:
-        if _sandbox is None:
-            _sandbox = _probe_sandbox()
-        return list(_sandbox)
+        if not _sandbox_problem:
+            try:
+                problem = bubblewrap.problem(_interpreter())
+            except bubblewrap.SandboxError as e:
+                problem = str(e)
+            if problem is not None:
+                logger.warning("Answers are scored in worker processes WITHOUT a sandbox (no file-system, "
+                               "network or process isolation): %s", problem)
+            _sandbox_problem.append(problem)
+        return _sandbox_problem[0] is None
 
 
-def _probe_sandbox() -> list[str]:
-    bwrap = shutil.which("bwrap")
-    if bwrap is None:
-        logger.warning("bubblewrap (bwrap) is not installed: answers are scored in worker processes "
-                       "WITHOUT a file-system and network sandbox. Install it (apt install "
-                       "bubblewrap) to isolate them.")
-        return []
-    # Everything read-only, so that interpreters and packages load wherever they live (/tmp
-    # included); a private scratch directory for libraries that write caches on import (matplotlib,
-    # which reasoning-gym imports); no network; separate process and IPC namespaces.
-    command = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--tmpfs", "/dev/shm", "--proc", "/proc",
-               "--setenv", "TMPDIR", "/dev/shm", "--unshare-all", "--"]
-    try:
-        probe = subprocess.run([*command, sys.executable, "-c", ""], capture_output=True, timeout=60)
-        failure = probe.stderr.decode(errors="replace").strip() if probe.returncode else None
-    except (OSError, subprocess.TimeoutExpired) as e:
-        failure = str(e)
-    if failure is not None:
-        logger.warning("bubblewrap does not work here (%s): answers are scored in worker processes "
-                       "WITHOUT a file-system and network sandbox.", failure)
-        return []
-    return command
+def _interpreter() -> bubblewrap.Interpreter:
+    return bubblewrap.interpreter(sys.executable)
+
+
+def _import_roots(module: str) -> list[str]:
+    """The folders a worker imports its code from: GEM's packages, ``module``'s and
+    ``$PYTHONPATH``'s (a sandbox may need them shown beside the interpreter's)."""
+    roots: list[str] = []
+    for name in {"gem_core", module.partition(".")[0]}:
+        try:
+            spec = importlib.util.find_spec(name)
+        except (ImportError, ValueError):
+            spec = None
+        if spec is not None and spec.submodule_search_locations:
+            roots += spec.submodule_search_locations
+        elif spec is not None and spec.origin:
+            roots.append(os.path.dirname(spec.origin))
+    roots += os.environ.get("PYTHONPATH", "").split(os.pathsep)
+    return sorted({os.path.abspath(root) for root in roots if root and os.path.isdir(root)})
 
 
 # -- process-wide bookkeeping -------------------------------------------------------------------
@@ -370,7 +370,6 @@ def shared_pool(module: str, *, before_start: Callable[[], None] | None = None) 
         return pool
 
 
-
 def _close_all() -> None:
     for pool in list(_POOLS):
         pool.close()
@@ -379,17 +378,12 @@ def _close_all() -> None:
 def _forget_after_fork() -> None:
     """In a forked child, the parent's workers are the parent's: let go of them without killing
     them (closing the child's copies of their pipes, so that they still notice the parent exit)."""
+    global _shared_lock, _sandbox_lock
+    _shared_lock, _sandbox_lock = threading.Lock(), threading.Lock()  # a parent's thread may hold them
     for pool in list(_POOLS):
-        for worker in pool._all:
-            for stream in (worker.process.stdin, worker.process.stdout):
-                try:
-                    stream.close()
-                except OSError:
-                    pass
-        pool._idle, pool._all, pool._live = [], set(), 0
-        pool._condition = threading.Condition()
+        for worker in pool._workers.forget():
+            worker.let_go()
 
 
 atexit.register(_close_all)
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_forget_after_fork)
+os.register_at_fork(after_in_child=_forget_after_fork)
