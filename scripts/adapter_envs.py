@@ -54,6 +54,9 @@ class Stage:
     after: tuple[tuple[str, ...], ...] = field(default=())
     #: The constraints file every step takes (the stage's lock), relative to the clone.
     lock: str = ""
+    #: Distributions uninstalled last (``pip uninstall -y ...``): what an install pulled in that the
+    #: stage must not have.
+    remove: tuple[str, ...] = ()
 
 
 def documented_stage(name: str, *, script: str = "install.sh", tests: str | None = None,
@@ -61,17 +64,24 @@ def documented_stage(name: str, *, script: str = "install.sh", tests: str | None
     """The stage of adapter ``name`` from ``adapters/<name>/<script>``, the one place that holds
     its install lines (docs/adapters/<name>.md shows them): each is ``pip install -c LOCK ...``
     (``lock``, default ``locks/<name>.txt``); the line before the project's ``-e ".[extra]"`` line
-    is ``before``, the lines after it ``after``, and the tests add the ``dev`` extra. ``tests`` is
-    the test folder (default ``tests/adapters/<name>``)."""
+    is ``before``, the lines after it ``after``, and the tests add the ``dev`` extra; a ``pip uninstall
+    -y PACKAGE...`` line, last, is ``remove``. ``tests`` is the test folder (default
+    ``tests/adapters/<name>``)."""
     script = REPO / "adapters" / name / script
     lock = lock or f"locks/{name}.txt"
     before: list[tuple[str, ...]] = []
     extras: tuple[str, ...] = ()
     after: list[tuple[str, ...]] = []
+    remove: tuple[str, ...] = ()
     for line in script.read_text().splitlines():
         words = shlex.split(line, comments=True)
+        if words[:3] == ["pip", "uninstall", "-y"] and len(words) > 3:
+            remove = (*remove, *words[3:])
+            continue
         if words[:2] != ["pip", "install"]:
             continue
+        if remove:
+            raise SystemExit(f"[adapter_envs] {script.relative_to(REPO)}: the `pip uninstall -y` line comes last")
         if words[2:4] != ["-c", lock]:
             raise SystemExit(f"[adapter_envs] every pip line of {script.relative_to(REPO)} takes the stage's lock: "
                              f"`pip install -c {lock} ...`; this one does not: {line.strip()!r}")
@@ -85,7 +95,7 @@ def documented_stage(name: str, *, script: str = "install.sh", tests: str | None
         raise SystemExit(f"[adapter_envs] {script.relative_to(REPO)} needs one `pip install -c {lock} -e "
                          f"\".[{name}]\"` line, with at most one pip line before it")
     return Stage(extras=extras, tests=tests or f"tests/adapters/{name}", before=before[0] if before else (),
-                 after=tuple(after), lock=lock)
+                 after=tuple(after), lock=lock, remove=remove)
 
 
 STAGES: dict[str, Stage] = {
@@ -99,9 +109,12 @@ STAGES: dict[str, Stage] = {
 #: Stages that install an adapter by other lines than its install.sh: stage -> (adapter, script).
 VARIANTS = {
     "trl_oldest": ("trl", "install-oldest.sh"),  # the oldest TRL with environment_factory
+    "verl_cpu": ("verl", "install-cpu.sh"),  # verl's own launcher training on the CPU, with vLLM's CPU build
 }
 STAGES["trl_oldest"] = documented_stage("trl", script="install-oldest.sh", tests="tests/adapters/trl/factory",
                                         lock="locks/trl_oldest.txt")
+STAGES["verl_cpu"] = documented_stage("verl", script="install-cpu.sh", tests="tests/adapters/verl_cpu",
+                                      lock="locks/verl_cpu.txt")
 
 
 def cache_root() -> Path:
@@ -153,11 +166,14 @@ def check_lock(lock: str, python: Path) -> None:
 
 
 def environment_key(name: str, stage: Stage) -> str:
+    steps = asdict(stage)
+    if not stage.remove:
+        del steps["remove"]  # the keys of stages that remove nothing stay what they were before the field
     recipe = {
         "format": FORMAT,
         "python": list(sys.version_info[:2]),
         "implementation": sys.implementation.name,
-        "stage": asdict(stage),
+        "stage": steps,
         "requirements": extra_requirements(stage.extras),
         "lock": lock_text(stage.lock),
     }
@@ -187,6 +203,8 @@ def build(path: Path, stage: Stage) -> None:
     pip(python, *lock, "-e", f".[{','.join(stage.extras)}]")
     for args in stage.after:
         pip(python, *lock, *args)
+    if stage.remove:
+        subprocess.run([str(python), "-m", "pip", "uninstall", "-q", "-y", *stage.remove], check=True)
     check_lock(stage.lock, python)
     (path / "complete").write_text(f"built in {time.monotonic() - start:.0f} s\n")
 

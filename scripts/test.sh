@@ -5,7 +5,8 @@
 # (scripts/install_test_deps.sh installs it, at the versions of locks/core.txt); arguments go to its pytest.
 # Each training library's adapter then runs its tests in a virtual environment of its own, installed as
 # the docs tell users (at the versions of locks/<lib>.txt) and cached outside the clone
-# (scripts/adapter_envs.py; the first run builds it, later runs reuse it until its lock changes).
+# (scripts/adapter_envs.py; the first run builds it, later runs reuse it until its lock changes). The verl_cpu
+# stage runs verl's own launcher for two training steps on the CPU, with vLLM's CPU build (about 10 minutes).
 # A full run also checks the packaging (scripts/check_package.sh: the built wheel ships its data).
 # ADAPTER_STAGES="verl" (or "none") selects adapter stages and skips that check; the default is all.
 # Stage environments that are not built yet are built in the background while the core stage runs

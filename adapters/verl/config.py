@@ -6,7 +6,8 @@ environment itself.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -16,10 +17,13 @@ from gem_adapters.common.launch import command_line, python_command
 from gem_adapters.common.settings import RunSettings as CommonSettings
 from gem_adapters.common.written import yaml_writer
 from gem_adapters.verl import AGENT_LOOP_NAME
+from gem_adapters.verl.cpu_config import cpu_config, merged
+from gem_adapters.verl.cpu_sizing import ModelSize, model_size
 from gem_core.errors import GemError
 
 CONFIG_NAME = "gem_verl"
 ROLLOUT_ENGINES = ("vllm", "sglang")
+DEVICES = ("cuda", "cpu")
 MICRO_BATCH_PER_GPU = 4
 #: CPUs verl 0.9's trainer reserves for each GPU: the GPU's bundle in the placement group of its
 #: worker groups (``ResourcePoolManager.max_colocate_count``).
@@ -28,9 +32,11 @@ WORKER_CPUS_PER_GPU = 3
 
 @dataclass(frozen=True)
 class RunSettings(CommonSettings):
-    """What ``gem verl config`` asks for: the shared settings plus verl's rollout engine."""
+    """What ``gem verl config`` asks for: the shared settings plus verl's rollout engine and the
+    device to train on (``cpu``: see :mod:`gem_adapters.verl.cpu_config`)."""
 
     rollout_engine: str = "vllm"
+    device: str = "cuda"
 
     def check(self) -> None:
         """Raise a :class:`GemError` for settings verl would reject or GEM cannot serve."""
@@ -38,6 +44,12 @@ class RunSettings(CommonSettings):
         if self.rollout_engine not in ROLLOUT_ENGINES:
             raise GemError(f"The rollout engine must be one of {', '.join(ROLLOUT_ENGINES)}, "
                            f"not {self.rollout_engine!r}.")
+        if self.device not in DEVICES:
+            raise GemError(f"The device must be one of {', '.join(DEVICES)}, not {self.device!r}.")
+        if self.device == "cpu" and self.rollout_engine != "vllm":
+            raise GemError("A CPU run rolls out with vLLM's CPU build: leave --rollout at vllm.")
+        if self.device == "cpu" and self.total_gpus != 1:
+            raise GemError("A CPU run trains in one worker process on one machine: leave --gpus and --nodes at 1.")
         if (self.batch_size * self.rollouts_per_start) % self.total_gpus:
             raise GemError("batch size x rollouts per start must be divisible by the number of GPUs "
                            f"({self.total_gpus}), as verl requires.")
@@ -57,34 +69,61 @@ class WrittenRun:
                                            str(self.config.parent), "--config-name", self.config.stem))
 
 
-def write_run(settings: RunSettings, *, progress: Any = None) -> WrittenRun:
+def write_run(settings: RunSettings, *, progress: Any = None,
+              on_convert: Callable[[str], None] | None = None) -> WrittenRun:
     """Write the datasets and the config into ``settings.out_dir``.
 
-    ``progress``, when given, is called with the number of rows written so far.
+    ``progress``, when given, is called with the number of rows written so far; ``on_convert`` is
+    told when the built-in model is converted (once).
     """
     settings.check()
     yaml = yaml_writer("verl", hydra=True)  # fail before writing anything
+    settings = replace(settings, model=model_path(settings.model, on_convert=on_convert))
+    size = model_size(settings.model) if settings.device == "cpu" else None
     out = settings.out_dir.expanduser().resolve()
     out.mkdir(parents=True, exist_ok=True)
     splits = write_splits(settings, out, dataset_row, progress=progress)
     config = out / f"{CONFIG_NAME}.yaml"
-    config.write_text(config_text(settings, splits.train, splits.val, yaml))
+    config.write_text(config_text(settings, splits.train, splits.val, yaml, size))
     return WrittenRun(config, splits.train, splits.val, splits.longest_prompt)
 
 
 def dataset_row(env_id: str, seed: int, index: int, split: str, observation: str) -> dict[str, Any]:
-    """One row in the layout verl's RLHFDataset reads."""
+    """One row in the layout verl's RLHFDataset reads. The rewards come from the environment, so
+    ``reward_model.ground_truth`` names the episode instead (``"<env id> seed <seed>"``), which is
+    what verl's rollout dumps (``trainer.rollout_data_dir``) show of each sample."""
     return {
         "data_source": env_id,
         "agent_name": AGENT_LOOP_NAME,
         "prompt": [{"role": "user", "content": observation}],
-        "reward_model": {"style": "gem", "ground_truth": ""},
+        "reward_model": {"style": "gem", "ground_truth": f"{env_id} seed {seed}"},
         "extra_info": {"env_id": env_id, "seed": seed, "index": index, "split": split},
     }
 
 
-def verl_config(settings: RunSettings, train: Path, val: Path) -> dict[str, Any]:
-    """The config as a plain dict, on top of verl's ``ppo_trainer`` defaults."""
+def model_path(model: str, *, on_convert: Callable[[str], None] | None = None) -> str:
+    """``smollm2`` is the built-in model, as a plain Hugging Face folder (converted once, offline);
+    anything else goes to verl as it is."""
+    from gem_trainer.models import DEFAULT_MODEL, resolve_model
+
+    return str(resolve_model(model, on_convert=on_convert)) if model == DEFAULT_MODEL else model
+
+
+def verl_config(settings: RunSettings, train: Path, val: Path, size: ModelSize | None = None) -> dict[str, Any]:
+    """The config as a plain dict, on top of verl's ``ppo_trainer`` defaults; a CPU config needs the
+    model's ``size``."""
+    config = gpu_config(settings, train, val)
+    if settings.device != "cpu":
+        return config
+    if size is None:
+        raise GemError("A CPU config is sized for its model: pass the model's size.")
+    cpu = cpu_config(size, max_model_len=settings.prompt_length + settings.response_length,
+                     sequences=settings.batch_size * settings.rollouts_per_start, cluster_cpus=cluster_cpus(settings))
+    return merged(config, cpu)
+
+
+def gpu_config(settings: RunSettings, train: Path, val: Path) -> dict[str, Any]:
+    """The config as verl runs it on GPUs."""
     return {
         "hydra": {"searchpath": ["pkg://verl.trainer.config"]},
         "defaults": ["ppo_trainer", "_self_"],
@@ -158,6 +197,9 @@ def cluster_cpus(settings: RunSettings) -> int:
 
 def cluster_needs(settings: RunSettings) -> str:
     """What the launch needs of the Ray cluster, in words."""
+    if settings.device == "cpu":
+        return (f"verl starts a local cluster of {cluster_cpus(settings)} logical CPUs and 1 'GPU', the resource "
+                "its CPU worker is placed on")
     gpus = settings.total_gpus
     return (f"{cluster_cpus(settings)} CPUs and {gpus} GPU{'s' if gpus > 1 else ''} at least: "
             f"{WORKER_CPUS_PER_GPU} CPUs per GPU for verl's workers, 1 for its TransferQueue's controller and "
@@ -170,9 +212,9 @@ def experiment_name(settings: RunSettings) -> str:
     return f"{first}{more}-{settings.estimator}"
 
 
-def config_text(settings: RunSettings, train: Path, val: Path, yaml: Any) -> str:
+def config_text(settings: RunSettings, train: Path, val: Path, yaml: Any, size: ModelSize | None = None) -> str:
     """The config file: a header saying how to launch it, then the YAML."""
-    body = yaml(verl_config(settings, train, val))
+    body = yaml(verl_config(settings, train, val, size))
     command = WrittenRun(train.parent / f"{CONFIG_NAME}.yaml", train, val, 0).command
     return (
         "# verl config for GEM environments, written by `gem verl config`.\n"

