@@ -10,20 +10,13 @@ from __future__ import annotations
 
 import pytest
 
-from tests.tito import checks, echo, gem_train
+from tests.tito import checks, gem_train
+from tests.tito.fixtures import echo_env, SEEDS  # noqa: F401 - fixtures
 from tests.tito.script import Script
 from tests.tito.templates import template_params, with_template, full_render
 
 pytest.importorskip("torch")
 from tests.local.conftest import tiny, tiny_model_dir, tokenizer_dir  # noqa: E402,F401 - fixtures
-
-SEEDS = (0, 1, 2)
-
-
-@pytest.fixture(scope="module")
-def echo_env():
-    with echo.registered() as env_id:
-        yield env_id
 
 
 @pytest.mark.parametrize("template", template_params())

@@ -8,17 +8,10 @@ from __future__ import annotations
 
 import pytest
 
-from tests.tito import checks, echo
+from tests.tito import checks
+from tests.tito.fixtures import echo_env, SEEDS  # noqa: F401 - fixtures
 from tests.tito.script import Script
 from tests.tito.templates import full_render, template_params, with_template
-
-SEEDS = (0, 1, 2)
-
-
-@pytest.fixture(scope="module")
-def echo_env():
-    with echo.registered() as env_id:
-        yield env_id
 
 
 @pytest.mark.parametrize("template", template_params())

@@ -13,25 +13,17 @@ import pytest
 from gem_adapters.openrlhf.labels import decode_label, encode_label
 from tests.adapters.openrlhf.conftest import SamplingParams, ScriptedEngine
 from tests.adapters.openrlhf.test_rollout import agent_file
-from tests.tito import checks, echo
+from tests.tito import checks
+from tests.tito.fixtures import echo_env, REWRITES, SEEDS, warns_afresh  # noqa: F401 - fixtures
 from tests.tito.script import Script
 from tests.tito.templates import full_render, template_params, with_template
 
-SEEDS = (0, 1, 2)
 MAX_LEN = 4096
-REWRITES = "renders earlier answers otherwise than the model wrote them"
-
-
-@pytest.fixture(scope="module")
-def echo_env():
-    with echo.registered() as env_id:
-        yield env_id
 
 
 @pytest.mark.parametrize("template", template_params())
 def test_the_agent_trains_the_sampled_ids_in_their_context(tmp_path, smollm2_tokenizer, echo_env, template, caplog,
-                                                           monkeypatch):
-    monkeypatch.setattr("gem_adapters.common.chat._WARNED", set(), raising=False)  # each test warns afresh
+                                                           warns_afresh):
     from openrlhf.trainer.ppo_utils.samples_generator import SamplesGenerator
     from openrlhf.trainer.ray.vllm_engine import _load_agent_executor
 

@@ -15,23 +15,14 @@ from tests.adapters.rl2.conftest import ScriptedModel
 from tests.adapters.rl2.test_rollout import rl2_rollout, settings  # noqa: F401 - fixture
 from tests.tito import checks, echo
 from tests.tito.checks import runs
+from tests.tito.fixtures import echo_env, REWRITES, SEEDS, warns_afresh  # noqa: F401 - fixtures
 from tests.tito.script import Script
 from tests.tito.templates import full_render, template_params, with_template
-
-SEEDS = (0, 1, 2)
-REWRITES = "renders earlier answers otherwise than the model wrote them"
-
-
-@pytest.fixture(scope="module")
-def echo_env():
-    with echo.registered() as env_id:
-        yield env_id
 
 
 @pytest.mark.parametrize("template", template_params())
 def test_the_environment_file_trains_the_sampled_ids_in_their_context(tmp_path, rl2_rollout, smollm2_tokenizer,
-                                                                      echo_env, template, caplog, monkeypatch):
-    monkeypatch.setattr("gem_adapters.common.chat._WARNED", set(), raising=False)  # each test warns afresh
+                                                                      echo_env, template, caplog, warns_afresh):
     tokenizer = with_template(smollm2_tokenizer, template)
     tokenizer.save_pretrained(tmp_path / "model")  # the environment file loads it as RL2's actor.model_name
     script = Script(tokenizer, template.end_of_turn, template.other_stop, template.mid_special)

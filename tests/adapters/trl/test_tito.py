@@ -9,24 +9,15 @@ import logging
 import pytest
 
 from tests.adapters.trl.conftest import rows, scripted_generation, tiny_model_dir  # noqa: F401 - fixture
-from tests.tito import checks, echo, gem_train
+from tests.tito import checks, gem_train
+from tests.tito.fixtures import echo_env, REWRITES, SEEDS, warns_afresh  # noqa: F401 - fixtures
 from tests.tito.script import Script
 from tests.tito.templates import full_render, template_params, with_template
-
-SEEDS = (0, 1, 2)
-REWRITES = "renders earlier answers otherwise than the model wrote them"
-
-
-@pytest.fixture(scope="module")
-def echo_env():
-    with echo.registered() as env_id:
-        yield env_id
 
 
 @pytest.mark.parametrize("template", template_params())
 def test_the_rollout_trains_the_sampled_ids_in_their_context(make_trainer, smollm2_tokenizer, echo_env, template,
-                                                             caplog, monkeypatch):
-    monkeypatch.setattr("gem_adapters.common.chat._WARNED", set(), raising=False)  # each test warns afresh
+                                                             caplog, warns_afresh):
     from gem_adapters.trl.rollout import EpisodeRollout, episode_starts
 
     train_rows = rows(echo_env, SEEDS)

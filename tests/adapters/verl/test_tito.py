@@ -11,27 +11,18 @@ import logging
 import pytest
 
 from tests.adapters.verl.conftest import ScriptedServer, compose_config, make_agent_loop
-from tests.tito import checks, echo
+from tests.tito import checks
 from tests.tito.checks import runs
+from tests.tito.fixtures import echo_env, REWRITES, SEEDS, warns_afresh  # noqa: F401 - fixtures
 from tests.tito.script import Script
 from tests.tito.templates import full_render, template_params, with_template
 from tests.wrappers.conftest import smollm2_tokenizer, smollm2_tokenizer_dir  # noqa: F401 - fixtures
-
-SEEDS = (0, 1, 2)
-REWRITES = "renders earlier answers otherwise than the model wrote them"
-
-
-@pytest.fixture(scope="module")
-def echo_env():
-    with echo.registered() as env_id:
-        yield env_id
 
 
 @pytest.mark.parametrize("model_type", ["llama", "qwen3"])
 @pytest.mark.parametrize("template", template_params())
 def test_the_agent_loop_trains_the_sampled_ids_in_their_context(written_run, smollm2_tokenizer, echo_env, template,
-                                                                model_type, caplog, monkeypatch):
-    monkeypatch.setattr("gem_adapters.common.chat._WARNED", set(), raising=False)  # each test warns afresh
+                                                                model_type, caplog, warns_afresh):
     tokenizer = with_template(smollm2_tokenizer, template)
     script = Script(tokenizer, template.end_of_turn, template.other_stop, template.mid_special)
     config = compose_config(written_run.config, ["data.max_response_length=4096"])
