@@ -135,7 +135,23 @@ class TensorBoard(Tracker):
         self.writer.close()
 
 
-class WandB(Tracker):
+class WandbStyle(Tracker):
+    """A tracker with W&B's logging API (W&B and trackio): ``library`` is its module, ``run`` its run."""
+
+    library: Any
+    run: Any
+
+    def log(self, values: dict[str, float], step: int) -> None:
+        self.run.log(values, step=step)
+
+    def log_image(self, key: str, path: Path, step: int) -> None:
+        self.run.log({key: self.library.Image(str(path))}, step=step)
+
+    def log_table(self, key: str, columns: list[str], rows: list[list[Any]], step: int) -> None:
+        self.run.log({key: self.library.Table(columns=columns, data=rows)}, step=step)
+
+
+class WandB(WandbStyle):
     """A Weights & Biases run in ``<run>/wandb``: offline (``wandb sync`` uploads it) unless an API
     key is set or ``WANDB_MODE`` says otherwise; a resumed run continues the same run id."""
 
@@ -144,7 +160,7 @@ class WandB(Tracker):
     def __init__(self, run: RunInfo, saved: dict[str, Any] | None) -> None:
         import wandb
 
-        self.wandb = wandb
+        self.library = wandb
         mode = None if os.environ.get("WANDB_MODE") else "online" if wandb_key_set() else "offline"
         self.run = wandb.init(
             project=None if os.environ.get("WANDB_PROJECT") else PROJECT, name=run.name, job_type=run.kind,
@@ -162,15 +178,6 @@ class WandB(Tracker):
             return f"{folder}, offline (wandb sync {folder} uploads it)"
         return self.run.url or "W&B"
 
-    def log(self, values: dict[str, float], step: int) -> None:
-        self.run.log(values, step=step)
-
-    def log_image(self, key: str, path: Path, step: int) -> None:
-        self.run.log({key: self.wandb.Image(str(path))}, step=step)
-
-    def log_table(self, key: str, columns: list[str], rows: list[list[Any]], step: int) -> None:
-        self.run.log({key: self.wandb.Table(columns=columns, data=rows)}, step=step)
-
     def log_text(self, key: str, text: str, step: int) -> None:
         self.run.summary[key] = text
 
@@ -178,7 +185,7 @@ class WandB(Tracker):
         self.run.finish()
 
 
-class Trackio(Tracker):
+class Trackio(WandbStyle):
     """A trackio run in ``<run>/trackio`` (or ``$TRACKIO_DIR``, or the server or Space that
     ``TRACKIO_SERVER_URL``/``TRACKIO_SPACE_ID`` name); a resumed run continues the run of the same
     name. trackio reads its folder once per process, when it is first imported: a later run in
@@ -191,7 +198,7 @@ class Trackio(Tracker):
         import trackio
         from trackio.utils import TRACKIO_DIR
 
-        self.trackio, self.dir = trackio, Path(TRACKIO_DIR)
+        self.library, self.dir = trackio, Path(TRACKIO_DIR)
         self.project = os.environ.get("TRACKIO_PROJECT", PROJECT)
         name = (saved or {}).get("name") or run.name
         with contextlib.redirect_stdout(io.StringIO()):  # trackio prints how to view it; where() says it once
@@ -204,21 +211,12 @@ class Trackio(Tracker):
     def where(self) -> str:
         return f"{self.dir}, project {self.project} (TRACKIO_DIR={self.dir} trackio show --project {self.project})"
 
-    def log(self, values: dict[str, float], step: int) -> None:
-        self.run.log(values, step=step)
-
-    def log_image(self, key: str, path: Path, step: int) -> None:
-        self.run.log({key: self.trackio.Image(str(path))}, step=step)
-
-    def log_table(self, key: str, columns: list[str], rows: list[list[Any]], step: int) -> None:
-        self.run.log({key: self.trackio.Table(columns=columns, data=rows)}, step=step)
-
     def log_text(self, key: str, text: str, step: int) -> None:
-        self.run.log({key: self.trackio.Markdown(text)}, step=step)
+        self.run.log({key: self.library.Markdown(text)}, step=step)
 
     def finish(self) -> None:
         with contextlib.redirect_stdout(io.StringIO()):  # trackio says it finished
-            self.trackio.finish()  # the current run, ours: trackio forgets it (else it finishes it again at exit)
+            self.library.finish()  # the current run, ours: trackio forgets it (else it finishes it again at exit)
 
 
 class MLflow(Tracker):
