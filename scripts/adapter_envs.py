@@ -10,6 +10,7 @@ itself is reinstalled (``pip install --no-deps -e .``) on every use, since the c
     python scripts/adapter_envs.py list          # the adapter stages, one per line
     python scripts/adapter_envs.py python NAME   # make or reuse NAME's environment, print its python
     python scripts/adapter_envs.py tests NAME    # the test folder of NAME
+    python scripts/adapter_envs.py lanes NAME... # two lines: those of NAME... that start Ray, the rest
 
 The cache folder is ``$GEM_TEST_ENVS``, by default ``~/.cache/gem-adapters/test-envs``.
 
@@ -115,6 +116,9 @@ STAGES["trl_oldest"] = documented_stage("trl", script="install-oldest.sh", tests
                                         lock="locks/trl_oldest.txt")
 STAGES["verl_cpu"] = documented_stage("verl", script="install-cpu.sh", tests="tests/adapters/verl_cpu",
                                       lock="locks/verl_cpu.txt")
+#: Stages whose tests start Ray clusters (verl's launcher, Ray actors). scripts/test.sh runs them one
+#: after another and the other stages beside them, so that two clusters never run at once.
+RAY_STAGES = ("verl", "openrlhf", "roll", "verl_cpu")
 
 
 def cache_root() -> Path:
@@ -259,7 +263,15 @@ def main(argv: list[str]) -> int:
             return 2
         print(environment_python(name) if argv[0] == "python" else STAGES[name].tests)
         return 0
-    say("usage: adapter_envs.py list | python NAME | tests NAME")
+    if argv[:1] == ["lanes"]:
+        unknown = [name for name in argv[1:] if name not in STAGES]
+        if unknown:
+            say(f"unknown stage {unknown[0]!r}; the stages are: {', '.join(STAGES)}")
+            return 2
+        print(" ".join(name for name in argv[1:] if name in RAY_STAGES))
+        print(" ".join(name for name in argv[1:] if name not in RAY_STAGES))
+        return 0
+    say("usage: adapter_envs.py list | python NAME | tests NAME | lanes NAME...")
     return 2
 
 

@@ -6,11 +6,13 @@
 # Each training library's adapter then runs its tests in a virtual environment of its own, installed as
 # the docs tell users (at the versions of locks/<lib>.txt) and cached outside the clone
 # (scripts/adapter_envs.py; the first run builds it, later runs reuse it until its lock changes). The verl_cpu
-# stage runs verl's own launcher for two training steps on the CPU, with vLLM's CPU build (about 10 minutes).
+# stage runs verl's own launcher for two training steps on the CPU, with vLLM's CPU build (about 5 minutes).
 # A full run also checks the packaging (scripts/check_package.sh: the built wheel ships its data).
 # ADAPTER_STAGES="verl" (or "none") selects adapter stages and skips that check; the default is all.
 # Stage environments that are not built yet are built in the background while the core stage runs
 # (installing waits on the network, the tests on the CPU); what they printed is shown afterwards.
+# The adapter stages then run two at a time: those that start Ray clusters one after another, the
+# others beside them (scripts/adapter_envs.py, RAY_STAGES).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -35,8 +37,36 @@ fi
 [ "$stages" = "none" ] && exit 0
 wait "$builds" || true   # a stage whose build failed is built again below, in the open
 cat "$builds_log"
+# Every stage's environment is made ready first, one at a time (the project is reinstalled in each).
+# Then the stages run in two lanes at once: those whose tests start Ray clusters one after another,
+# the others beside them. A stage's output is shown whole when it ends.
+logs="$(mktemp -d)"
 for stage in $stages; do
-    echo "== adapter: $stage =="
-    stage_python="$(python scripts/adapter_envs.py python "$stage")"
-    "$stage_python" -m pytest -q "$(python scripts/adapter_envs.py tests "$stage")"
+    python scripts/adapter_envs.py python "$stage" >"$logs/$stage.python"
 done
+run_lane() {
+    for stage in "$@"; do
+        echo "-- adapter: $stage started"
+        status=0
+        "$(cat "$logs/$stage.python")" -m pytest -q "$(python scripts/adapter_envs.py tests "$stage")" \
+            >"$logs/$stage.log" 2>&1 || status=$?
+        echo "$status" >"$logs/$stage.status"
+        { flock 9; echo "== adapter: $stage =="; cat "$logs/$stage.log"; } 9>"$logs/print.lock"
+    done
+}
+{ read -r ray_lane; read -r other_lane; } < <(python scripts/adapter_envs.py lanes $stages)
+# shellcheck disable=SC2086  # the lanes are lists of stage names
+run_lane $ray_lane &
+ray_lane_pid=$!
+# shellcheck disable=SC2086
+run_lane $other_lane
+wait "$ray_lane_pid"
+failed=""
+for stage in $stages; do
+    [ "$(cat "$logs/$stage.status")" = 0 ] || failed="$failed $stage"
+done
+rm -rf "$logs"
+if [ -n "$failed" ]; then
+    echo "== adapter stages that failed:$failed =="
+    exit 1
+fi
