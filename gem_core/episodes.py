@@ -5,6 +5,12 @@ Each :class:`Turn` holds the observation the agent answered, its action, and wha
 returned for it; the observation that followed the last action is kept as
 ``Episode.final_observation``. :func:`turn_addition` reads back what each turn added to the
 conversation, for whoever shows or exports episodes.
+
+Every episode says how it ended (:attr:`Episode.outcome`): ``"completed"`` (the environment
+ended it), ``"cut"`` (a limit ended it: the environment's own truncation, a turn limit, a token
+budget; the agent's doing, trained as usual) or ``"failed"`` (the infrastructure broke it: see
+:class:`Failure`). A failed episode teaches nothing: estimators leave it out of their statistics
+(``valid=``), trainers out of the loss.
 """
 
 from __future__ import annotations
@@ -21,9 +27,50 @@ from gem_core.errors import GemError
 from gem_core.images import IMAGE
 
 
+#: How an episode ended (:attr:`Episode.outcome`).
+COMPLETED, CUT, FAILED = "completed", "cut", "failed"
+OUTCOMES = (COMPLETED, CUT, FAILED)
+
+#: What can fail an episode (:attr:`Failure.kind`), none of it the agent's doing.
+FAILURE_KINDS = {
+    "error": "the environment raised",
+    "malformed": "the environment returned something that is not a transition (a reward that is not a finite number, ...)",
+    "timeout": "an environment call ran past step_timeout",
+    "deadline": "the episode's or the collection's deadline passed",
+    "host_lost": "the host running the environment was lost",
+    "sandbox": "a sandbox or container the environment runs died",
+    "harness": "the agent program playing the episode crashed or hung",
+}
+
+
+@dataclass
+class Failure:
+    """Why the infrastructure failed an episode: ``kind`` (one of :data:`FAILURE_KINDS`), what
+    failed (``error``), in which call (``phase``: ``"reset"``, ``"step"``, ``"policy"``, ...), and
+    after how many complete turns (``turn``)."""
+
+    kind: str
+    error: str = ""
+    phase: str = ""
+    turn: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.kind not in FAILURE_KINDS:
+            raise GemError(f"Unknown failure kind {self.kind!r}; the kinds are: {', '.join(FAILURE_KINDS)}.")
+
+    @classmethod
+    def from_fault(cls, fault: dict[str, Any], turn: int | None = None) -> Failure:
+        """The failure a vector environment's ``info["fault"]`` report describes."""
+        kind = fault.get("kind", "error")
+        error = fault.get("error") or (f"ran past {fault['timeout_s']:g} s" if fault.get("timeout_s") else "")
+        return cls(kind if kind in FAILURE_KINDS else "error", str(error), str(fault.get("phase", "")), turn)
+
+
 @dataclass
 class Turn:
-    """One step: ``observation`` was shown, ``action`` was taken, the rest came back."""
+    """One step: ``observation`` was shown, ``action`` was taken, the rest came back.
+    ``policy_version`` names the policy that sampled the action, where a trainer records it (an
+    episode carried over from one collection into the next holds turns of several versions)."""
 
     observation: str
     action: str
@@ -31,11 +78,12 @@ class Turn:
     terminated: bool = False
     truncated: bool = False
     info: dict[str, Any] = field(default_factory=dict)
+    policy_version: int | None = None
 
 
 @dataclass
 class Episode:
-    """A finished (or cut-off) episode of one environment."""
+    """A finished (or cut-off, or failed) episode of one environment."""
 
     env_id: str
     seed: int | None
@@ -44,6 +92,27 @@ class Episode:
     #: The seat this episode was played from, for one agent's part of a multi-agent episode
     #: (see :func:`gem_core.multiagent.split_by_agent`); None otherwise.
     agent: str | None = None
+    #: Why the infrastructure failed this episode; None when it did not.
+    failure: Failure | None = None
+
+    @property
+    def outcome(self) -> str:
+        """``"failed"`` when :attr:`failure` is set, ``"completed"`` when the environment ended
+        the episode (its last turn terminated), else ``"cut"`` (see the module documentation)."""
+        if self.failure is not None:
+            return FAILED
+        return COMPLETED if self.turns and self.turns[-1].terminated else CUT
+
+    @property
+    def valid(self) -> bool:
+        """Whether the episode counts for training and statistics: it did not fail."""
+        return self.failure is None
+
+    def fail(self, kind: str, error: str = "", phase: str = "") -> None:
+        """Mark the episode failed (kind ``kind``) after the turns it holds; a failure already
+        recorded stays."""
+        if self.failure is None:
+            self.failure = Failure(kind, error, phase, len(self.turns))
 
     @property
     def rewards(self) -> list[float]:
@@ -71,14 +140,16 @@ class Episode:
         return returns
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return {**asdict(self), "outcome": self.outcome}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Episode:
         try:
             turns = [Turn(**t) for t in data.get("turns", [])]
+            failure = data.get("failure")
             return cls(env_id=data["env_id"], seed=data.get("seed"), turns=turns,
-                       final_observation=data.get("final_observation", ""), agent=data.get("agent"))
+                       final_observation=data.get("final_observation", ""), agent=data.get("agent"),
+                       failure=None if failure is None else Failure(**failure))
         except (KeyError, TypeError) as e:
             raise GemError(f"Not an episode record: {e}") from e
 
@@ -106,11 +177,18 @@ def last_turn_success(info: dict[str, Any], reward: float) -> bool:
 def episode_stats(episodes: Sequence[Episode]) -> dict[str, float | None]:
     """Mean return (undiscounted sum of rewards), success rate, turns per episode, turns per won
     episode (None when none was won), the share of episodes that ended on a format error, and the
-    share that called a tool at least once."""
+    share that called a tool at least once, all over the episodes that did not fail; then the
+    share of all episodes that failed (``failed_rate``) and, per failure kind, ``failed_<kind>``
+    (see :func:`failure_counts`)."""
+    failed = failure_counts(episodes)
+    everyone = len(episodes)
+    episodes = [e for e in episodes if e.valid]
     n = max(len(episodes), 1)
     won = [e.num_turns for e in episodes if episode_success(e)]
     return {
-        "episodes": float(len(episodes)),
+        "episodes": float(everyone),
+        "failed_rate": sum(failed.values()) / max(everyone, 1),
+        **{f"failed_{kind}": count / max(everyone, 1) for kind, count in failed.items()},
         "mean_return": math.fsum(e.total_reward for e in episodes) / n,
         "success_rate": sum(episode_success(e) for e in episodes) / n,
         "turns_per_episode": sum(e.num_turns for e in episodes) / n,
@@ -118,6 +196,15 @@ def episode_stats(episodes: Sequence[Episode]) -> dict[str, float | None]:
         "format_error_rate": sum(bool(e.turns and e.turns[-1].info.get("format_error")) for e in episodes) / n,
         "tool_call_rate": sum(any(t.info.get("use_tool") for t in e.turns) for e in episodes) / n,
     }
+
+
+def failure_counts(episodes: Iterable[Episode]) -> dict[str, int]:
+    """How many of ``episodes`` failed, per failure kind (only the kinds that occur)."""
+    counts: dict[str, int] = {}
+    for episode in episodes:
+        if episode.failure is not None:
+            counts[episode.failure.kind] = counts.get(episode.failure.kind, 0) + 1
+    return counts
 
 
 def save_episodes(episodes: Iterable[Episode], path: str | os.PathLike[str], *, append: bool = False) -> int:

@@ -115,6 +115,27 @@ class SingleAgentRequiredError(GemError, TypeError):
     (``self_play``, ``versus``) instead."""
 
 
+class EnvironmentFailure(GemError):
+    """Raised by an environment whose own machinery failed, not the agent: the episode it was
+    playing ends failed (:class:`gem_core.episodes.Failure`) of kind :attr:`failure_kind`, and
+    leaves training. Any other exception an environment raises fails the episode as ``"error"``."""
+
+    failure_kind = "error"
+
+
+class SandboxFailure(EnvironmentFailure):
+    """A sandbox or container that an environment runs died, or could not start."""
+
+    failure_kind = "sandbox"
+
+
+class MalformedResultError(EnvironmentFailure, TypeError):
+    """An environment returned something that is not a transition: a step result of the wrong
+    shape or types, or a reward that is not a finite number."""
+
+    failure_kind = "malformed"
+
+
 class _NoDefault:
     def __repr__(self) -> str:
         return "<required>"

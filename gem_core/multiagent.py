@@ -317,7 +317,8 @@ def split_by_agent(episode: Episode) -> list[Episode]:
     earned from that turn's step until its next turn (the rewards a game hands out when it ends
     included), so a loser's last move carries the loss even though another agent's move ended the
     game. Rewards an agent earns before its first move go to its first turn. The last turn of
-    each agent's episode carries the episode's end flags.
+    each agent's episode carries the episode's end flags, and every part the episode's
+    :attr:`~gem_core.episodes.Episode.failure`.
     """
     if not episode.turns or "agent" not in episode.turns[0].info:
         return [episode]
@@ -335,5 +336,6 @@ def split_by_agent(episode: Episode) -> list[Episode]:
     last = episode.turns[-1]
     for own in turns.values():
         own[-1].terminated, own[-1].truncated = last.terminated, last.truncated
-    return [Episode(episode.env_id, episode.seed, own, episode.final_observation, agent=agent)
+    return [Episode(episode.env_id, episode.seed, own, episode.final_observation, agent=agent,
+                    failure=episode.failure)
             for agent, own in turns.items()]

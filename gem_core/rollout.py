@@ -36,6 +36,11 @@ An episode lost with its host (a fault of kind ``"host_lost"``, in the Ray mode)
 from its seed on a live host (``replay_lost=True``, the default), so every episode is returned
 once and complete; with ``replay_lost=False`` it is returned truncated, like other faults. A reset
 lost with its host is retried and counts as no reset failure.
+
+An episode whose environment failed (a step that raised, returned something malformed or timed
+out, a host lost without replay) ends with :attr:`~gem_core.episodes.Episode.failure` set: its
+outcome is ``"failed"``, and estimators and trainers leave it out. Its last turn holds the action
+the failed step was given, with reward 0.
 """
 
 from __future__ import annotations
@@ -49,7 +54,7 @@ from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Any, Union
 
-from gem_core.episodes import Episode, Turn
+from gem_core.episodes import Episode, Failure, Turn
 from gem_core.errors import GemError
 
 logger = logging.getLogger("gem_core.rollout")
@@ -374,6 +379,9 @@ def _collect(vec_env: Any, num_episodes: int, seed: Any, max_turns: int | None, 
                     turn_info, final = info[FINAL_INFO], info[FINAL_OBSERVATION]
                 else:
                     turn_info, final = info, observation
+                fault = info.get(FAULT) if FINAL_INFO not in info else None
+                if ended and fault is not None and fault.get("phase") == "step":  # the environment failed it
+                    running.episode.failure = Failure.from_fault(fault, len(running.episode.turns))
                 running.episode.turns.append(Turn(running.observation, action, float(reward),
                                                   bool(terminated), bool(truncated), turn_info))
                 if ended:

@@ -1,8 +1,9 @@
 """Advantage estimators: per-turn rewards of a batch of episodes in, per-turn advantages out.
 
-Every estimator has the signature ``estimator(rewards, *, gamma, group_ids=None, ...)``:
-``rewards`` holds one sequence of per-turn rewards per episode, and one float64 array of
-advantages per episode comes back. Look one up by name with ``gem_core.get_estimator("rebn")``.
+Every estimator has the signature ``estimator(rewards, *, gamma, group_ids=None, valid=None,
+...)``: ``rewards`` holds one sequence of per-turn rewards per episode, and one float64 array of
+advantages per episode comes back. ``valid`` (one flag per episode) says which episodes count: a
+failed episode leaves the statistics and gets advantage 0. Look one up by name with ``gem_core.get_estimator("rebn")``.
 
 Adapters holding arrays use :func:`estimate_flat` (per-turn rewards as one flat array plus the
 turns of each episode) or, for token rows, :func:`token_advantages`.
@@ -19,6 +20,7 @@ missing or singleton groups raise :class:`EstimatorInputError`, naming what to f
   :mod:`~gem_core.estimators.distributed` the ``all_reduce`` over torch.distributed.
 * :mod:`~gem_core.estimators.inputs`: checking inputs, nested episodes as flat arrays.
 * :mod:`~gem_core.estimators.dispatch`: calling an estimator in the nested or the flat form.
+* :mod:`~gem_core.estimators.validity`: leaving failed episodes out (``valid``), for any estimator.
 * :mod:`~gem_core.estimators.tokens`: between per-turn values and token-level tensors.
 """
 
@@ -38,6 +40,7 @@ from gem_core.estimators.per_turn import (
 )
 from gem_core.estimators.returns import discounted_returns, discounted_returns_flat
 from gem_core.estimators.tokens import place_on_tokens, token_advantages, turn_ids, turn_rewards
+from gem_core.estimators.validity import estimate, over_valid
 
 __all__ = [
     "EPS",
@@ -49,10 +52,12 @@ __all__ = [
     "discounted_returns_flat",
     "drgrpo",
     "drgrpo_flat",
+    "estimate",
     "estimate_flat",
     "grpo",
     "grpo_flat",
     "group_index",
+    "over_valid",
     "place_on_tokens",
     "rebn",
     "rebn_flat",

@@ -1,9 +1,11 @@
 """Calling estimators: the nested registry form, and the flat form adapters use.
 
-Each built-in estimator is a function ``estimator(rewards, *, gamma, group_ids=None, ...)`` over
-nested episodes, carrying its flat counterpart as ``estimator.flat(turn_rewards,
+Each built-in estimator is a function ``estimator(rewards, *, gamma, group_ids=None, valid=None,
+...)`` over nested episodes, carrying its flat counterpart as ``estimator.flat(turn_rewards,
 episode_lengths, *, gamma, group_ids=None, ...)``. :func:`estimate_flat` calls any registered
-estimator on flat arrays: the flat counterpart when there is one, otherwise the nested form.
+estimator on flat arrays: the flat counterpart when there is one, otherwise the nested form;
+:func:`gem_core.estimators.validity.estimate` calls any of them in the nested form. Both take
+``valid`` for every estimator.
 """
 
 from __future__ import annotations
@@ -41,24 +43,33 @@ def with_flat(flat: FlatEstimator) -> Callable[[Callable[..., Any]], Callable[..
 
 
 def estimate_flat(estimator: str | Callable[..., Any], turn_rewards: Any, episode_lengths: Any, *,
-                  gamma: float, group_ids: Any = None, **options: Any) -> np.ndarray:
+                  gamma: float, group_ids: Any = None, valid: Any = None, **options: Any) -> np.ndarray:
     """Per-turn advantages for flat per-turn rewards (episode after episode) and episode lengths.
 
     ``estimator`` is a registered name (``"rebn"``) or an estimator function; ``options`` are its
-    extra keywords (for ReBN: ``eps``, ``all_reduce``). Returns one float64 array, aligned with
-    ``turn_rewards``.
+    extra keywords (for ReBN: ``eps``, ``all_reduce``). ``valid`` (one flag per episode) leaves the
+    failed episodes out (see :mod:`gem_core.estimators.validity`). Returns one float64 array,
+    aligned with ``turn_rewards``.
     """
-    name, function = _resolve(estimator)
+    from gem_core.estimators.validity import MIN_GROUP_SIZE, flat_over_valid
+
+    name, function = resolve(estimator)
     flat = getattr(function, "flat", None)
     _check_options(flat or function, name, options)
-    if flat is not None:
+    if flat is None:
+        def flat(rewards: Any, lengths: Any, **keywords: Any) -> np.ndarray:
+            batch = check_flat(rewards, lengths)
+            return _joined(function(batch.split(batch.rewards), **keywords), batch, name)
+    if valid is None:
         return flat(turn_rewards, episode_lengths, gamma=gamma, group_ids=group_ids, **options)
-    batch = check_flat(turn_rewards, episode_lengths)
-    result = function(batch.split(batch.rewards), gamma=gamma, group_ids=group_ids, **options)
-    return _joined(result, batch, name)
+    if getattr(flat, MIN_GROUP_SIZE, None) is not None:  # it takes valid itself
+        return flat(turn_rewards, episode_lengths, gamma=gamma, group_ids=group_ids, valid=valid, **options)
+    return flat_over_valid(flat, turn_rewards, episode_lengths, gamma=gamma, group_ids=group_ids, valid=valid,
+                           min_group_size=getattr(function, MIN_GROUP_SIZE, 1), **options)
 
 
-def _resolve(estimator: str | Callable[..., Any]) -> tuple[str, Callable[..., Any]]:
+def resolve(estimator: str | Callable[..., Any]) -> tuple[str, Callable[..., Any]]:
+    """``(name, function)`` of a registered estimator's name or of an estimator function."""
     if isinstance(estimator, str):
         from gem_core.registry import get_estimator
 

@@ -10,7 +10,8 @@ The trajectory return ``R`` of an episode is its discounted return from the firs
 
 Every turn of an episode gets the episode's advantage. When every ``R`` of a group is equal, its
 advantages are exactly 0. Groups must be whole on the calling process: these estimators take no
-``all_reduce``.
+``all_reduce``. With ``valid``, a group keeps its valid members, and one that failures leave
+with a single member gets advantage 0 (:mod:`gem_core.estimators.validity`).
 """
 
 from __future__ import annotations
@@ -25,8 +26,10 @@ from gem_core.estimators.inputs import check_eps, group_index
 from gem_core.estimators.moments import ZERO_STD_RTOL
 from gem_core.estimators.per_turn import EPS
 from gem_core.estimators.returns import checked_returns
+from gem_core.estimators.validity import over_valid
 
 
+@over_valid(flat=True, min_group_size=2)
 def grpo_flat(turn_rewards: Any, episode_lengths: Any, *, gamma: float, group_ids: Any = None,
               eps: float = EPS) -> np.ndarray:
     """GRPO advantages for flat per-turn rewards; ``group_ids`` has one entry per episode."""
@@ -37,11 +40,13 @@ def grpo_flat(turn_rewards: Any, episode_lengths: Any, *, gamma: float, group_id
 
 
 @with_flat(grpo_flat)
+@over_valid(flat=False, min_group_size=2)
 def grpo(rewards: Any, *, gamma: float, group_ids: Any = None, eps: float = EPS) -> list[np.ndarray]:
     """GRPO: the trajectory return normalised within its group, ``(R - mean) / (std + eps)``."""
     return per_episode(grpo_flat, rewards, gamma=gamma, group_ids=group_ids, eps=eps)
 
 
+@over_valid(flat=True, min_group_size=2)
 def drgrpo_flat(turn_rewards: Any, episode_lengths: Any, *, gamma: float,
                 group_ids: Any = None) -> np.ndarray:
     """Dr. GRPO advantages for flat per-turn rewards; ``group_ids`` has one entry per episode."""
@@ -50,11 +55,13 @@ def drgrpo_flat(turn_rewards: Any, episode_lengths: Any, *, gamma: float,
 
 
 @with_flat(drgrpo_flat)
+@over_valid(flat=False, min_group_size=2)
 def drgrpo(rewards: Any, *, gamma: float, group_ids: Any = None) -> list[np.ndarray]:
     """Dr. GRPO: the trajectory return minus its group's mean, ``R - mean``."""
     return per_episode(drgrpo_flat, rewards, gamma=gamma, group_ids=group_ids)
 
 
+@over_valid(flat=True, min_group_size=2)
 def rloo_flat(turn_rewards: Any, episode_lengths: Any, *, gamma: float,
               group_ids: Any = None) -> np.ndarray:
     """RLOO advantages for flat per-turn rewards; ``group_ids`` has one entry per episode."""
@@ -63,6 +70,7 @@ def rloo_flat(turn_rewards: Any, episode_lengths: Any, *, gamma: float,
 
 
 @with_flat(rloo_flat)
+@over_valid(flat=False, min_group_size=2)
 def rloo(rewards: Any, *, gamma: float, group_ids: Any = None) -> list[np.ndarray]:
     """REINFORCE leave-one-out: the trajectory return minus the mean of the others in its group."""
     return per_episode(rloo_flat, rewards, gamma=gamma, group_ids=group_ids)

@@ -8,6 +8,7 @@
 
 When every return in the batch is equal, every advantage of ``rebn`` and ``reinforce_baseline`` is
 exactly 0. ``group_ids`` is accepted so that all estimators share one signature, and not used.
+``valid`` leaves failed episodes out of the batch (:mod:`gem_core.estimators.validity`).
 """
 
 from __future__ import annotations
@@ -20,10 +21,12 @@ from gem_core.estimators.dispatch import per_episode, with_flat
 from gem_core.estimators.inputs import EstimatorInputError, check_eps
 from gem_core.estimators.moments import AllReduce, fail_collectively, normalise_batch
 from gem_core.estimators.returns import checked_returns
+from gem_core.estimators.validity import over_valid
 
 EPS = 1e-6
 
 
+@over_valid(flat=True)
 def rebn_flat(turn_rewards: Any, episode_lengths: Any, *, gamma: float, group_ids: Any = None,
               eps: float = EPS, all_reduce: AllReduce | None = None) -> np.ndarray:
     """ReBN advantages of flat per-turn rewards (episode after episode), as one float64 array."""
@@ -36,6 +39,7 @@ def rebn_flat(turn_rewards: Any, episode_lengths: Any, *, gamma: float, group_id
 
 
 @with_flat(rebn_flat)
+@over_valid(flat=False)
 def rebn(rewards: Any, *, gamma: float, group_ids: Any = None, eps: float = EPS,
          all_reduce: AllReduce | None = None) -> list[np.ndarray]:
     """Return Batch Normalization: ``(G_t - mean(G)) / (std(G) + eps)`` over all turns of the batch.
@@ -47,6 +51,7 @@ def rebn(rewards: Any, *, gamma: float, group_ids: Any = None, eps: float = EPS,
     return per_episode(rebn_flat, rewards, gamma=gamma, eps=eps, all_reduce=all_reduce)
 
 
+@over_valid(flat=True)
 def reinforce_flat(turn_rewards: Any, episode_lengths: Any, *, gamma: float,
                    group_ids: Any = None) -> np.ndarray:
     """Discounted returns as advantages, for flat per-turn rewards."""
@@ -54,11 +59,13 @@ def reinforce_flat(turn_rewards: Any, episode_lengths: Any, *, gamma: float,
 
 
 @with_flat(reinforce_flat)
+@over_valid(flat=False)
 def reinforce(rewards: Any, *, gamma: float, group_ids: Any = None) -> list[np.ndarray]:
     """Vanilla REINFORCE: the discounted return ``G_t`` is the advantage."""
     return per_episode(reinforce_flat, rewards, gamma=gamma)
 
 
+@over_valid(flat=True)
 def reinforce_baseline_flat(turn_rewards: Any, episode_lengths: Any, *, gamma: float,
                             group_ids: Any = None, all_reduce: AllReduce | None = None) -> np.ndarray:
     """``G_t - mean(G)`` for flat per-turn rewards."""
@@ -70,6 +77,7 @@ def reinforce_baseline_flat(turn_rewards: Any, episode_lengths: Any, *, gamma: f
 
 
 @with_flat(reinforce_baseline_flat)
+@over_valid(flat=False)
 def reinforce_baseline(rewards: Any, *, gamma: float, group_ids: Any = None,
                        all_reduce: AllReduce | None = None) -> list[np.ndarray]:
     """REINFORCE with the batch mean of the returns as baseline: ``G_t - mean(G)``."""

@@ -25,9 +25,11 @@ Info keys the vector environment adds:
 * ``episode_seed`` (int): on every row whose observation is the first of an episode, the seed it
   was reset with (``env.reset(seed=episode_seed)`` replays it).
 * ``final_observation``, ``final_info``: same-step autoreset, on rows that ended an episode.
-* ``fault`` (dict): the slot's environment failed. ``kind`` is ``"error"`` (it raised, or
-  returned something malformed), ``"timeout"`` (it ran past ``step_timeout``) or, in the Ray
-  mode, ``"host_lost"`` (see :mod:`gem_core.vector.ray_env`); ``phase`` is
+* ``fault`` (dict): the slot's environment failed. ``kind`` is a failure kind of
+  :data:`gem_core.episodes.FAILURE_KINDS`: ``"error"`` (it raised), ``"malformed"`` (it returned
+  something that is not a transition, a NaN reward included), ``"sandbox"`` (it raised
+  :class:`~gem_core.errors.SandboxFailure`), ``"timeout"`` (it ran past ``step_timeout``) or, in
+  the Ray mode, ``"host_lost"`` (see :mod:`gem_core.vector.ray_env`); ``phase`` is
   ``"step"`` or ``"reset"``; ``error`` and ``traceback`` describe an error, ``timeout_s`` a
   timeout. A failed step ends the episode truncated with an empty observation and reward 0. A
   failed reset starts no episode: its row has an empty observation and both flags False (under
@@ -449,7 +451,8 @@ class VectorEnv:
                            "environment is replaced.", slot.index, slot.env_id, call.phase, self.step_timeout)
         else:
             error, trace = describe_error(call.error)  # type: ignore[arg-type]
-            fault = {"kind": "error", "phase": call.phase, "error": error, "traceback": trace}
+            kind = getattr(call.error, "failure_kind", "error")
+            fault = {"kind": kind, "phase": call.phase, "error": error, "traceback": trace}
             logger.warning("Slot %d (%s): %s raised %s", slot.index, slot.env_id, call.phase, error)
             if call.phase == "reset" and slot.env is not None:
                 close_quietly(slot.env)

@@ -8,10 +8,12 @@ results are stored on the :class:`Call` and become a fault report in the slot's 
 from __future__ import annotations
 
 import logging
+import math
 import traceback
 from typing import Any
 
 from gem_core.core import Env, ResetResult, StepResult
+from gem_core.errors import MalformedResultError
 
 logger = logging.getLogger("gem_core.vector")
 
@@ -109,33 +111,37 @@ async def arun(env: Env, call: Call) -> None:
 
 
 def checked_step(result: Any) -> StepResult:
-    """``result`` as a well-formed step result, or TypeError describing what is wrong."""
+    """``result`` as a well-formed step result, or :class:`~gem_core.errors.MalformedResultError`
+    (a TypeError) describing what is wrong; a reward must be a finite number."""
     try:
         observation, reward, terminated, truncated, info = result
     except (TypeError, ValueError):
-        raise TypeError("step() must return (observation, reward, terminated, truncated, info), "
+        raise MalformedResultError("step() must return (observation, reward, terminated, truncated, info), "
                         f"got {_short(result)}") from None
     if not isinstance(observation, str):
-        raise TypeError(f"step() returned an observation of type {type(observation).__name__}, not str")
+        raise MalformedResultError(f"step() returned an observation of type {type(observation).__name__}, not str")
     if not isinstance(info, dict):
-        raise TypeError(f"step() returned info of type {type(info).__name__}, not dict")
+        raise MalformedResultError(f"step() returned info of type {type(info).__name__}, not dict")
     try:
         reward = float(reward)
     except (TypeError, ValueError):
-        raise TypeError(f"step() returned a reward that is not a number: {_short(reward)}") from None
+        raise MalformedResultError(f"step() returned a reward that is not a number: {_short(reward)}") from None
+    if not math.isfinite(reward):
+        raise MalformedResultError(f"step() returned a reward of {reward}: every reward must be a finite number")
     return observation, reward, bool(terminated), bool(truncated), info
 
 
 def checked_reset(result: Any) -> ResetResult:
-    """``result`` as a well-formed reset result, or TypeError describing what is wrong."""
+    """``result`` as a well-formed reset result, or :class:`~gem_core.errors.MalformedResultError`
+    (a TypeError) describing what is wrong."""
     try:
         observation, info = result
     except (TypeError, ValueError):
-        raise TypeError(f"reset() must return (observation, info), got {_short(result)}") from None
+        raise MalformedResultError(f"reset() must return (observation, info), got {_short(result)}") from None
     if not isinstance(observation, str):
-        raise TypeError(f"reset() returned an observation of type {type(observation).__name__}, not str")
+        raise MalformedResultError(f"reset() returned an observation of type {type(observation).__name__}, not str")
     if not isinstance(info, dict):
-        raise TypeError(f"reset() returned info of type {type(info).__name__}, not dict")
+        raise MalformedResultError(f"reset() returned info of type {type(info).__name__}, not dict")
     return observation, info
 
 

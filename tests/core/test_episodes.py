@@ -41,3 +41,24 @@ def test_bad_files_give_clear_errors(tmp_path):
     bad.write_text('{"seed": 1}\n')
     with pytest.raises(GemError, match="line 1: Not an episode record"):
         load_episodes(bad)
+
+
+def test_an_episode_says_how_it_ended_and_a_failure_survives_a_round_trip(tmp_path):
+    from gem_core.episodes import Failure, episode_stats
+
+    completed, cut, failed = episode(), episode(), episode()
+    cut.turns[-1].terminated, cut.turns[-1].truncated = False, True
+    failed.fail("sandbox", "the container died", "step")
+    assert [e.outcome for e in (completed, cut, failed)] == ["completed", "cut", "failed"]
+    assert failed.failure == Failure("sandbox", "the container died", "step", 2) and not failed.valid
+    failed.fail("error", "a later failure")  # the first failure stays
+    assert failed.failure.kind == "sandbox"
+    save_episodes([completed, failed], tmp_path / "e.jsonl")
+    back = load_episodes(tmp_path / "e.jsonl")
+    assert [e.outcome for e in back] == ["completed", "failed"] and back[1].failure == failed.failure
+    stats = episode_stats([completed, cut, failed])
+    assert stats["episodes"] == 3 and stats["failed_rate"] == pytest.approx(1 / 3)
+    assert stats["failed_sandbox"] == pytest.approx(1 / 3)
+    assert stats["success_rate"] == 1.0  # over the two valid episodes: both won (reward 1)
+    with pytest.raises(GemError, match="Unknown failure kind 'oops'"):
+        Failure("oops")

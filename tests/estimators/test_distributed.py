@@ -61,3 +61,31 @@ def test_bad_input_on_one_rank_stops_every_rank(rank_results):
 def test_without_a_process_group_the_error_says_what_to_do():
     with pytest.raises(GemError, match="init_process_group"):
         rebn([[1.0], [0.0]], gamma=1.0, all_reduce=torch_all_reduce())
+
+
+VALID_SHARDS = [([[0.0, 1.0], [float("nan")]], [True, False]),
+                ([[0.0, 0.0, 2.0], [0.5], [1.0, -1.0, 0.0, 3.0]], [True, True, True]),
+                ([[1.0]], [False])]  # a rank whose only episode failed
+
+
+def valid_rank_main(rank, store, out):
+    import torch.distributed as dist
+
+    dist.init_process_group("gloo", init_method=f"file://{store}", rank=rank, world_size=len(VALID_SHARDS),
+                            timeout=datetime.timedelta(seconds=60))
+    try:
+        rewards, valid = VALID_SHARDS[rank]
+        advantages = rebn(rewards, gamma=0.9, all_reduce=torch_all_reduce(), valid=valid)
+        (out / str(rank)).write_text(json.dumps([a.tolist() for a in advantages]))
+    finally:
+        dist.destroy_process_group()
+
+
+def test_rebn_over_ranks_leaves_every_ranks_failed_episodes_out(tmp_path):
+    mp.spawn(valid_rank_main, args=(tmp_path / "store", tmp_path), nprocs=len(VALID_SHARDS), join=True)
+    results = [json.loads((tmp_path / str(r)).read_text()) for r in range(len(VALID_SHARDS))]
+    kept = [r for shard, valid in VALID_SHARDS for r, ok in zip(shard, valid) if ok]
+    whole = iter(rebn(kept, gamma=0.9))
+    for (shard, valid), got in zip(VALID_SHARDS, results):
+        for ok, rewards, advantages in zip(valid, shard, got):
+            assert advantages == (pytest.approx(next(whole).tolist(), abs=1e-12) if ok else [0.0] * len(rewards))

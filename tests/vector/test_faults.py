@@ -75,7 +75,7 @@ def test_hang_slow_and_malformed_steps(mode, kind, request):
         if kind == "hang":
             assert fault["kind"] == "timeout" and fault["timeout_s"] == TIMEOUT
         else:
-            assert fault["kind"] == "error" and "reward that is not a number" in fault["error"]
+            assert fault["kind"] == "malformed" and "reward that is not a number" in fault["error"]
         obs, rewards, term, trunc, infos = vec.step(["c", "ignored"])
         assert EPISODE_SEED in infos[1] and obs[1].startswith("start")
         assert (vec.envs[1] is not original) == (kind == "hang") or mode == "ray"  # a hung env is replaced
@@ -187,7 +187,8 @@ def test_ledger_every_started_episode_ends_exactly_once(mode, autoreset, timeout
     assert len(ended) == len(set(ended)), "an episode ended twice"
     assert sorted(ended + list(open_episode.values())) == sorted(started), "an episode was lost"
     assert len(ended) > 20  # and the slots kept making progress
-    assert {"error", "timeout"} <= set(faults) if timeout else set(faults) == {"error"}
+    kinds = {"error", "malformed", "timeout"} if timeout else {"error", "malformed"}
+    assert kinds - {"malformed"} <= set(faults) <= kinds
 
 
 def test_collect_episodes_through_faults_returns_each_episode_once(mode):
@@ -197,9 +198,14 @@ def test_collect_episodes_through_faults_returns_each_episode_once(mode):
     assert len(episodes) == 12 and len({e.seed for e in episodes}) == 12
     assert all(e.done for e in episodes)
     faulted = [e for e in episodes if FAULT in e.turns[-1].info]
-    assert {e.turns[-1].info[FAULT]["kind"] for e in faulted} == {"error", "timeout"}
+    assert {e.turns[-1].info[FAULT]["kind"] for e in faulted} == {"error", "malformed", "timeout"}
     assert all(e.turns[-1].truncated and e.final_observation == "" for e in faulted)
+    # each says how it failed, and leaves the estimator's statistics
+    assert [e.outcome for e in faulted] == ["failed"] * len(faulted)
+    assert [e.failure.kind for e in faulted] == [e.turns[-1].info[FAULT]["kind"] for e in faulted]
+    assert all(e.failure.turn == e.num_turns - 1 and e.failure.phase == "step" for e in faulted)
     clean = [e for e in episodes if e not in faulted]
+    assert all(e.outcome == "completed" and e.valid for e in clean)
     assert all(e.num_turns == 3 and e.turns[-1].terminated for e in clean)
 
 

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from gem_core.episodes import Episode
+from gem_core.estimators import estimate
 from gem_core.multiagent import split_by_agent
 
 from gem_trainer.training.loss import Sample
@@ -44,11 +45,13 @@ def seat_advantages(episodes: Sequence[Episode], estimator: Any, *, gamma: float
     whole batch of parts. A self-play episode trains as one part per seat, each move credited with
     what its seat earned (:func:`~gem_core.multiagent.split_by_agent`); any other episode is its
     own one part. With ``group_size`` above 1, parts share a group when they share an environment,
-    a seed and a seat (:func:`group_ids`)."""
+    a seed and a seat (:func:`group_ids`). Failed episodes leave the estimator's statistics and
+    get advantage 0 (``valid``)."""
     split = [split_by_agent(episode) for episode in episodes]
     parts = [part for seats in split for part in seats]
-    computed = iter(estimator([p.rewards for p in parts], gamma=gamma,
-                              group_ids=group_ids(parts) if group_size > 1 else None))
+    computed = iter(estimate(estimator, [p.rewards for p in parts], gamma=gamma,
+                             group_ids=group_ids(parts) if group_size > 1 else None,
+                             valid=[p.valid for p in parts]))
     return [[(part, next(computed)) for part in seats] for seats in split]
 
 
@@ -57,10 +60,15 @@ def training_samples(episodes: Sequence[Episode], advantages: Sequence[Any], pol
     """Training samples for the turns whose tokens ``policy`` sampled, each response carrying its
     turn's advantage; consecutive turns of an episode share a sample when their prompts extend
     each other exactly. Also returns the turns trained and the turns left out (over-long
-    prompts, where nothing was sampled)."""
+    prompts, where nothing was sampled, and every turn of a failed episode)."""
     samples: list[Sample] = []
     trained = skipped = 0
     for episode, episode_advantages in zip(episodes, advantages):
+        if not episode.valid:  # a failed episode teaches nothing: none of its tokens is trained
+            for turn in episode.turns:
+                policy.take_sampled(turn.observation, turn.action)
+            skipped += len(episode.turns)
+            continue
         current: Sample | None = None
         for turn, advantage in zip(episode.turns, episode_advantages):
             sampled = policy.take_sampled(turn.observation, turn.action)
