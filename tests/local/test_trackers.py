@@ -172,7 +172,7 @@ def test_gem_train_reports_each_step_to_every_tracker_and_a_resume_continues_the
     expected = train_values(records)
     for key in ("train/mean_return", "train/success_rate", "train/format_error_rate", "train/turns_per_episode",
                 "train/advantage_mean", "train/advantage_std", "train/loss", "train/tokens_per_second",
-                "train/step_seconds"):
+                "train/step_seconds", "train/failed_rate", f"train/failed_rate/{GTN}"):
         assert key in expected
     checkpoint = str(run / "checkpoint" / "model")
     config = build_config({"model": str(tiny_model_dir)}).to_dict()  # every setting, as a run config
