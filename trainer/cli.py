@@ -243,7 +243,8 @@ def _default(key: str, trained: bool = False) -> str:
 @click.option("--output-dir", type=click.Path(file_okay=False),
               help="Folder for settings.json, episodes.jsonl, report.json and report.png (default gem-runs/eval-<time>).")
 @click.option("--resume", type=click.Path(file_okay=False), metavar="DIR",
-              help="Continue the evaluation in DIR, killed or interrupted, with its settings: finished episodes are kept.")
+              help="Continue the evaluation in DIR, killed or interrupted, with its settings: finished episodes are "
+                   "kept, failed ones played again.")
 @click.option("--trajectories", is_flag=True, default=None,
               help="Also write each episode as a Harbor trajectory (ATIF): trajectories/<env>-NNNN.json.")
 @click.option("--progress/--no-progress", default=True,
@@ -268,7 +269,8 @@ def eval_command(ctx: click.Context, envs: tuple[str, ...], env_args: tuple[str,
     report names the source of each setting. Episodes run concurrently, and each turn samples
     with a seed of its own, so the same settings play the same episodes. Writes settings.json,
     every episode as it ends, report.json (per environment: success rate, mean return, turns,
-    pass@1..K with --samples K) and report.png, and prints a table; --report-to sends the scores,
+    pass@1..K with --samples K) and report.png, and prints a table; an episode whose environment
+    failed (raised, returned garbage, timed out) is counted apart and scores nothing; --report-to sends the scores,
     the table and pass@k to experiment trackers. Ctrl-C or SIGTERM writes the
     report of the episodes that finished; --resume DIR plays the rest. --trajectories writes each
     episode as a Harbor trajectory too, which Harbor's viewers open. `gem eval compare A B`

@@ -220,7 +220,7 @@ def test_gem_eval_reports_its_table_and_pass_at_k_to_every_tracker(tiny_model_di
     prefix = f"eval/{GTN}"
     expected = {f"{prefix}/{key}": {0: float(scores[key])} for key in
                 ("success_rate", "mean_return", "return_stderr", "turns_per_episode", "format_error_rate",
-                 "episodes", "best_of_k_return")}
+                 "episodes", "best_of_k_return", "failed_rate")}
     expected[f"{prefix}/pass_at_k"] = {int(k): value for k, value in scores["pass_at_k"].items()}
     assert sorted(expected[f"{prefix}/pass_at_k"]) == [1, 2, 3]
     state = json.loads((out / STATE_FILE).read_text())
