@@ -231,8 +231,8 @@ def run_evaluation(settings: EvalSettings, *, console: Any = None, resume: bool 
         done = []
     todo = eval_folder.left_to_play(eval_folder.plan(settings.envs, settings.seed, settings.episodes,
                                                      settings.samples), done)
-    current = eval_folder.latest(done)
-    kept = [e for e, sample in current if (e.env_id, e.seed, sample) not in set(todo)]  # a failed one plays again
+    current, replayed = eval_folder.latest(done), set(todo)
+    kept = [e for e, sample in current if (e.env_id, e.seed, sample) not in replayed]  # a failed one plays again
     note = trained_settings_note(settings, sources)
     if console is not None and note:
         console.print(note)
@@ -274,8 +274,9 @@ def run_evaluation(settings: EvalSettings, *, console: Any = None, resume: bool 
 def _play(settings: EvalSettings, policy: Any, template: Any, todo: list[Planned], done: list[Episode],
           episodes_path: Path, *, recorded: dict[str, int] | None = None) -> tuple[list[EnvReport], bool]:
     """Play the ``todo`` episodes environment by environment, appending each to ``episodes_path``
-    (which holds ``recorded`` episodes of each environment already) as it ends; return every environment's report
-    (``done`` episodes included) and whether Ctrl-C or SIGTERM cut the evaluation short."""
+    (which holds ``recorded`` episodes of each environment already) as it ends; return every
+    environment's report (``done`` episodes included) and whether Ctrl-C or SIGTERM cut the
+    evaluation short."""
     import gem_core
 
     reports: list[EnvReport] = []
@@ -533,8 +534,9 @@ def _print_report(out: Any, reports: Sequence[EnvReport], describe: str, output:
         if r.failed:
             kinds = ", ".join(f"{count} {kind}" for kind, count in r.failed_kinds.items())
             first = r.failed_examples[0]
+            error = escape(first["error"] or first["kind"])
             out.print(f"[yellow]{escape(r.env_id)}: {r.failed} episode(s) failed ({kinds}), not the agent's doing: "
-                      f"left out of the scores. First: seed {first['seed']}, {escape(first['error'] or first['kind'])}. "
+                      f"left out of the scores. First: seed {first['seed']}, {error}. "
                       f"`gem eval --resume {escape(str(output))}` plays them again.[/]")
         if r.outcomes is not None:
             out.print(f"{r.env_id}: win rate {percent(r.outcomes['win'])}, draws {percent(r.outcomes['draw'])}, "
