@@ -96,7 +96,8 @@ def documented_examples_test(stages: tuple[str, ...] | None = None):
         done = run_page(stage, page, tmp_path)
         assert done.returncode == 0, f"{done.stdout[-12000:]}\n{done.stderr[-6000:]}"
         reported = [line.split(": ")[0] for line in done.stdout.splitlines()]
-        assert [e.where for e in owned_by(stage)[page]] == [w for w in reported if w.startswith(page + ":")]
+        expected = [e.where for e in owned_by(stage)[page]]
+        assert [w for w in reported if w.startswith(page + ":")] == expected, f"not every example reported:\n{done.stdout}"
 
     return test_documented_examples
 
@@ -122,6 +123,7 @@ def public_names_test(stage: str | None = None):
 
     @pytest.mark.parametrize("module", owned)
     def test_public_names(module):
-        assert problems()[module] == []
+        found = problems()[module]
+        assert not found, "\n".join(found)
 
     return test_public_names
