@@ -18,7 +18,7 @@ that no example follows, is a :class:`DirectiveError`.
 from __future__ import annotations
 
 import shlex
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
@@ -57,7 +57,7 @@ class Example:
     check: str = "run"  # "run", or "imports": parsed and its imports resolved
     reason: str = ""  # why it is not run
     absent: tuple[str, ...] = ()  # top-level modules no test environment has, left unresolved
-    run: tuple[str, ...] = field(default=())  # the gem command lines of a bash fence that run, by prefix
+    run: tuple[str, ...] = ()  # the gem command lines of a bash fence that run, by prefix
     invisible: bool = False
 
     @property
@@ -147,7 +147,8 @@ def page_examples(page: str) -> tuple[Example, ...]:
             settings = _settings(page, line, name, arguments)
             unknown = [s for s in _names(settings.get("stage", "")) if s not in stages]
             if unknown:
-                raise DirectiveError(f"{page}:{line}: unknown stage {unknown[0]!r}; the stages are: {', '.join(stages)}")
+                raise DirectiveError(f"{page}:{line}: unknown stage {unknown[0]!r}; "
+                                     f"the stages are: {', '.join(stages)}")
             if name == "examples":
                 if found or pending or page_stages != (CORE,):
                     raise DirectiveError(f"{page}:{line}: `examples:` comes once, before the page's first example")

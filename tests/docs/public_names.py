@@ -39,7 +39,8 @@ def modules(folder: Path, name: str):
 
 def declares_all(path: Path) -> bool:
     for node in ast.parse(path.read_text(), str(path)).body:
-        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
+        targets = node.targets if isinstance(node, ast.Assign) else \
+            [node.target] if isinstance(node, ast.AnnAssign) else []
         if any(isinstance(target, ast.Name) and target.id == "__all__" for target in targets):
             return True
     return False
