@@ -185,6 +185,13 @@ def environment_key(name: str, stage: Stage) -> str:
     return f"{name}-{digest[:16]}"
 
 
+def stage_of(prefix: Path) -> str | None:
+    """The stage whose environment is the folder ``prefix`` (``sys.prefix`` in it), by the name
+    :func:`environment_key` gave it, wherever it was built; None for any other folder."""
+    match = re.fullmatch(r"(\w+)-[0-9a-f]{16}", prefix.name)
+    return match.group(1) if match and match.group(1) in STAGES else None
+
+
 def pip(python: Path, *args: str, quiet: bool = False) -> None:
     """``pip install``; with ``quiet`` its output is shown only if it fails."""
     command = [str(python), "-m", "pip", "install", "-q", *args]

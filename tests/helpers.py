@@ -3,7 +3,6 @@
 import asyncio
 import json
 import os
-import re
 import socket
 import subprocess
 import sys
@@ -19,14 +18,17 @@ REPO = Path(__file__).resolve().parent.parent
 
 def doc_pages() -> list[Path]:
     """README.md and every page of the documentation site (docs/**/*.md)."""
-    return [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md"))]
+    from tests.docs.examples import doc_pages
+
+    return doc_pages()
 
 
 def python_blocks(*pages: str) -> list[str]:
     """The ```python blocks of ``pages`` (paths relative to the repository, e.g.
     ``"docs/tools.md"``), in order; of every page of :func:`doc_pages` when none are named."""
-    paths = [REPO / page for page in pages] if pages else doc_pages()
-    return [block for path in paths for block in re.findall(r"```python\n(.*?)```", path.read_text(), re.S)]
+    from tests.docs.examples import python_sources
+
+    return python_sources(*pages)
 
 
 def run_python(code: str, *, env: dict | None = None, path: list[Path] = (), timeout: float = 120,

@@ -24,7 +24,7 @@ __all__ = ["TRL_ESTIMATOR", "environment_factory", "environment_return"]
 
 def __getattr__(name: str) -> Any:  # the factory's modules load on first use, not with the gem command
     if name in ("environment_factory", "environment_return"):
-        from gem_adapters.trl import environments
+        from gem_adapters.trl import factory
 
-        return getattr(environments, name)
+        return getattr(factory, name)
     raise AttributeError(f"module 'gem_adapters.trl' has no attribute {name!r}")
