@@ -24,7 +24,7 @@ missing or singleton groups raise :class:`EstimatorInputError`, naming what to f
 * :mod:`~gem_core.estimators.tokens`: between per-turn values and token-level tensors.
 """
 
-from gem_core.estimators.dispatch import estimate_flat
+from gem_core.estimators.dispatch import estimate, estimate_flat
 from gem_core.estimators.distributed import torch_all_reduce
 from gem_core.estimators.grouped import drgrpo, drgrpo_flat, grpo, grpo_flat, rloo, rloo_flat
 from gem_core.estimators.inputs import EstimatorInputError, group_index
@@ -40,7 +40,7 @@ from gem_core.estimators.per_turn import (
 )
 from gem_core.estimators.returns import discounted_returns, discounted_returns_flat
 from gem_core.estimators.tokens import place_on_tokens, token_advantages, turn_ids, turn_rewards
-from gem_core.estimators.validity import estimate, over_valid
+from gem_core.estimators.validity import over_valid
 
 __all__ = [
     "EPS",

@@ -4,8 +4,7 @@ Each built-in estimator is a function ``estimator(rewards, *, gamma, group_ids=N
 ...)`` over nested episodes, carrying its flat counterpart as ``estimator.flat(turn_rewards,
 episode_lengths, *, gamma, group_ids=None, ...)``. :func:`estimate_flat` calls any registered
 estimator on flat arrays: the flat counterpart when there is one, otherwise the nested form;
-:func:`gem_core.estimators.validity.estimate` calls any of them in the nested form. Both take
-``valid`` for every estimator.
+:func:`estimate` calls any of them in the nested form. Both take ``valid`` for every estimator.
 """
 
 from __future__ import annotations
@@ -18,6 +17,7 @@ import numpy as np
 
 from gem_core.estimators.inputs import EstimatorInputError, FlatBatch, check_flat, flatten_episodes
 from gem_core.estimators.moments import AllReduce, fail_collectively
+from gem_core.estimators.validity import MIN_GROUP_SIZE, flat_over_valid, nested_over_valid
 
 FlatEstimator = Callable[..., np.ndarray]
 
@@ -51,8 +51,6 @@ def estimate_flat(estimator: str | Callable[..., Any], turn_rewards: Any, episod
     failed episodes out (see :mod:`gem_core.estimators.validity`). Returns one float64 array,
     aligned with ``turn_rewards``.
     """
-    from gem_core.estimators.validity import MIN_GROUP_SIZE, flat_over_valid
-
     name, function = resolve(estimator)
     flat = getattr(function, "flat", None)
     _check_options(flat or function, name, options)
@@ -66,6 +64,19 @@ def estimate_flat(estimator: str | Callable[..., Any], turn_rewards: Any, episod
         return flat(turn_rewards, episode_lengths, gamma=gamma, group_ids=group_ids, valid=valid, **options)
     return flat_over_valid(flat, turn_rewards, episode_lengths, gamma=gamma, group_ids=group_ids, valid=valid,
                            min_group_size=getattr(function, MIN_GROUP_SIZE, 1), **options)
+
+
+def estimate(estimator: str | Callable[..., Any], rewards: Any, *, gamma: float, group_ids: Any = None,
+             valid: Any = None, **options: Any) -> list[np.ndarray]:
+    """Per-turn advantages of nested per-turn rewards (one sequence per episode) from a registered
+    estimator (a name) or an estimator function, counting only the ``valid`` episodes (one flag per
+    episode; None: all). Works for estimators that do not take ``valid`` themselves."""
+    name, function = resolve(estimator)
+    if valid is None or getattr(function, MIN_GROUP_SIZE, None) is not None:
+        extra = {} if valid is None else {"valid": valid}
+        return function(rewards, gamma=gamma, group_ids=group_ids, **extra, **options)
+    return nested_over_valid(function, rewards, gamma=gamma, group_ids=group_ids, valid=valid,
+                             min_group_size=1, **options)
 
 
 def resolve(estimator: str | Callable[..., Any]) -> tuple[str, Callable[..., Any]]:

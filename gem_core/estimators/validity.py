@@ -10,8 +10,9 @@ turn: there is nothing to compare its episodes with. Across data-parallel ranks 
 each rank leaves out its own invalid episodes, so the statistics cover the valid episodes of all
 ranks; a rank whose episodes all failed still takes part in the collective calls.
 
-:func:`over_valid` gives an estimator function the ``valid`` keyword; :func:`estimate` and
-:func:`~gem_core.estimators.dispatch.estimate_flat` give it to any registered estimator.
+:func:`over_valid` gives an estimator function the ``valid`` keyword;
+:func:`~gem_core.estimators.dispatch.estimate` and :func:`~gem_core.estimators.dispatch.estimate_flat`
+give it to any registered estimator.
 """
 
 from __future__ import annotations
@@ -44,21 +45,6 @@ def over_valid(*, flat: bool, min_group_size: int = 1) -> Callable[[Callable[...
         setattr(estimator, MIN_GROUP_SIZE, min_group_size)
         return estimator
     return decorate
-
-
-def estimate(estimator: str | Callable[..., Any], rewards: Any, *, gamma: float, group_ids: Any = None,
-             valid: Any = None, **options: Any) -> list[np.ndarray]:
-    """Per-turn advantages of nested per-turn rewards (one sequence per episode) from a registered
-    estimator (a name) or an estimator function, counting only the ``valid`` episodes (one flag per
-    episode; None: all). Works for estimators that do not take ``valid`` themselves."""
-    from gem_core.estimators.dispatch import resolve
-
-    name, function = resolve(estimator)
-    if valid is None or getattr(function, MIN_GROUP_SIZE, None) is not None:
-        extra = {} if valid is None else {"valid": valid}
-        return function(rewards, gamma=gamma, group_ids=group_ids, **extra, **options)
-    return nested_over_valid(function, rewards, gamma=gamma, group_ids=group_ids, valid=valid,
-                             min_group_size=1, **options)
 
 
 def nested_over_valid(function: Callable[..., Any], rewards: Any, *, valid: Any, min_group_size: int,
