@@ -367,14 +367,14 @@ class _Carried:
     """What a collection with ``carry_over`` leaves in ``vec_env.carried`` for the next one."""
 
     running: dict[int, _Running]
-    waiting: dict[int, _Failures]
-    stepping: dict[int, _Stepping]
+    stepping: dict[int, _Stepping]  # the calls in flight of the running episodes
     fresh: set[int]
     order: int
     paused_at: float
+    ended: list[tuple[int, Episode]] = field(default_factory=list)  # ended beyond the episodes asked for
 
     def __len__(self) -> int:
-        return len(self.running)
+        return len(self.running) + len(self.ended)
 
 
 @dataclass
@@ -425,9 +425,11 @@ def _collect(vec_env: Any, s: _Settings, *, streaming: bool = False) -> Generato
         for running in carried.running.values():
             if running.deadline is not None:
                 running.deadline += began - carried.paused_at
-        ledger.running, ledger.waiting, ledger.stepping = carried.running, carried.waiting, carried.stepping
+        ledger.running, ledger.stepping = carried.running, carried.stepping
         ledger.fresh, ledger.order = carried.fresh, carried.order
-        ledger.started = len(carried.running)
+        ledger.started = len(carried.running) + len(carried.ended)
+        for order, episode in carried.ended:  # ended in the last collection, beyond what it returned
+            ledger.finished.append((order, episode))
     env_ids = vec_env.env_ids
     stop_reason = ""
 
@@ -508,6 +510,14 @@ def _collect(vec_env: Any, s: _Settings, *, streaming: bool = False) -> Generato
         finish(slot, running.observation, bar)
         vec_env.retire([slot])
         ledger.fresh.add(slot)
+
+    def expire(now: float, bar: Any) -> None:
+        """Fail the episodes past their deadline that are not in a call (waiting for the policy,
+        or holding an action not stepped yet)."""
+        for slot in [slot for slot, r in ledger.running.items()
+                     if slot not in ledger.stepping and r.deadline is not None and r.deadline <= now]:
+            fail_idle(slot, f"the episode ran past its deadline ({s.episode_deadline:g} s)", bar)
+            refill(slot)
 
     def reset_row(slot: int, observation: str, info: dict[str, Any]) -> None:
         if EPISODE_SEED in info:
@@ -634,10 +644,7 @@ def _collect(vec_env: Any, s: _Settings, *, streaming: bool = False) -> Generato
                 rows = yield from issue(cut_off, [], [])
                 continue
             now = time.monotonic()
-            for slot in [slot for slot, r in ledger.running.items()
-                         if slot not in ledger.stepping and r.deadline is not None and r.deadline <= now]:
-                fail_idle(slot, f"the episode ran past its deadline ({s.episode_deadline:g} s)", bar)
-                refill(slot)
+            expire(now, bar)
             if len(ledger.finished) >= num_episodes:
                 stop_reason = "enough"
                 break
@@ -677,6 +684,7 @@ def _collect(vec_env: Any, s: _Settings, *, streaming: bool = False) -> Generato
                 if ends_at is not None and now >= ends_at and not rows and not streaming:
                     stop_reason = "deadline"  # the sampled actions carry over with their episodes
                     break
+                expire(now, bar)
             steps = [slot for slot in sorted(ledger.running)
                      if slot not in ledger.stepping and ledger.running[slot].action is not None]
             actions = [ledger.running[slot].action for slot in steps]  # type: ignore[misc]
@@ -699,7 +707,7 @@ def _collect(vec_env: Any, s: _Settings, *, streaming: bool = False) -> Generato
                     backoff = min(backoff, ends_at - time.monotonic())
                 yield "sleep", max(0.0, backoff)
         _settle(vec_env, ledger, s, stop_reason, bar, finish)
-    return [episode for _, episode in sorted(ledger.finished, key=lambda item: item[0])]
+    return [episode for _, episode in sorted(ledger.finished[:num_episodes], key=lambda item: item[0])]
 
 
 def _wake_in(ledger: _Ledger, ends_at: float | None, now: float) -> float | None:
@@ -716,11 +724,14 @@ def _settle(vec_env: Any, ledger: _Ledger, s: _Settings, stop_reason: str, bar: 
             finish: Callable[[int, str, Any], None]) -> None:
     """What happens to the episodes still running when the collection ends: carried over, failed
     by the deadline, or (spares not needed) dropped, their environments reset."""
-    if stop_reason == "" or not (ledger.running or ledger.stepping):
+    extra = ledger.finished[s.num_episodes:]  # ended in the same round as the last one needed (spares)
+    if stop_reason == "" or not (ledger.running or ledger.stepping or extra):
         return
+    starting = [slot for slot in ledger.stepping if slot not in ledger.running and slot in vec_env.in_flight]
+    vec_env.cancel(starting)  # episodes not started yet start in no later collection
     if s.carry_over:
-        vec_env.carried = _Carried(ledger.running, ledger.waiting, ledger.stepping, ledger.fresh, ledger.order,
-                                   time.monotonic())
+        stepping = {slot: stepped for slot, stepped in ledger.stepping.items() if slot in ledger.running}
+        vec_env.carried = _Carried(ledger.running, stepping, ledger.fresh, ledger.order, time.monotonic(), extra)
         return
     in_flight = [slot for slot in ledger.stepping if slot in vec_env.in_flight]
     vec_env.cancel(in_flight)  # given up now: their environments are closed and replaced

@@ -227,9 +227,11 @@ class Finished(Generic[T_co]):
                 pass
 
         with self._cond:
-            if self._items or timeout == 0:
-                return self.take(0)
-            self._wake = wake
+            ready_now = bool(self._items) or timeout == 0
+            if not ready_now:
+                self._wake = wake
+        if ready_now:
+            return self.take(0)
         try:
             await asyncio.wait_for(ready.wait(), timeout)
         except asyncio.TimeoutError:
