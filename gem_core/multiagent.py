@@ -318,14 +318,17 @@ def split_by_agent(episode: Episode) -> list[Episode]:
     included), so a loser's last move carries the loss even though another agent's move ended the
     game. Rewards an agent earns before its first move go to its first turn. The last turn of
     each agent's episode carries the episode's end flags, and every part the episode's
-    :attr:`~gem_core.episodes.Episode.failure`.
+    :attr:`~gem_core.episodes.Episode.failure`; the turn of the step that failed it (whose info is
+    the fault report) is the move of the agent that was to move.
     """
     if not episode.turns or "agent" not in episode.turns[0].info:
         return [episode]
     turns: dict[str, list[Turn]] = {}
     pending: dict[str, float] = {}  # earned before the agent's first turn
+    to_move = None
     for turn in episode.turns:
-        agent = turn.info["agent"]
+        agent = turn.info.get("agent", to_move)  # a failed step's turn holds only its fault report
+        to_move = turn.info.get("next_agent", agent)
         own = turns.setdefault(agent, [])
         own.append(Turn(turn.observation, turn.action, pending.pop(agent, 0.0), False, False, turn.info))
         for other, reward in turn.info.get("rewards", {}).items():

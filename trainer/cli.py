@@ -59,6 +59,10 @@ def _train_options(f: Any) -> Any:
         click.option("--output-dir", type=click.Path(file_okay=False),
                      help="Run folder for metrics, plot and checkpoint (default gem-runs/train-<time>)."),
         click.option("--save-every", type=int, help="Save a checkpoint every N steps (default 0: at the end only)."),
+        click.option("--max-failed-share", type=float, metavar="SHARE",
+                     help="Stop the run when more than this share of a step's episodes fail (the environment "
+                          "raised, returned garbage, timed out...), naming them; the last trained step is saved "
+                          f"(default {_DEFAULT.max_failed_share:g}; 1 never stops). Failed episodes are never trained on."),
         _report_to_option(),
         *_ray_options(),
     ]
@@ -100,6 +104,9 @@ def train(config_file: str | None, resume: str | None, progress: bool, **flags: 
     learning_curve.png, config.yaml, the episodes of every step, and a checkpoint that --resume
     continues and `gem eval --model` scores. --report-to tensorboard (wandb, trackio, mlflow)
     also logs every step to experiment trackers, offline and in the run folder by default.
+    An episode whose environment failed (it raised, returned a NaN reward, timed out...) is
+    never trained on and is counted per kind and environment; more than --max-failed-share of a
+    step's episodes failing stops the run, naming them, with what it trained saved.
     """
     from gem_trainer.runtime import prefer_passive_openmp
 
@@ -149,8 +156,8 @@ def _print_summary(out: Any, result: Any, config: Any) -> None:
         for name in columns:
             table.add_column(name.replace("_", " "), justify="right")
         for row in records[:1] + records[1:][-1:]:
-            table.add_row(*(percent(row[c]) if c == "success_rate" else f"{row[c]:.3g}" if isinstance(row[c], float)
-                            else str(row[c]) for c in columns))
+            table.add_row(*("-" if row[c] is None else percent(row[c]) if c == "success_rate"
+                            else f"{row[c]:.3g}" if isinstance(row[c], float) else str(row[c]) for c in columns))
         out.print(table)
     out.print(f"Metrics:        {result.metrics_path}")
     out.print(f"Learning curve: {result.plot_path}")
@@ -236,7 +243,8 @@ def _default(key: str, trained: bool = False) -> str:
 @click.option("--output-dir", type=click.Path(file_okay=False),
               help="Folder for settings.json, episodes.jsonl, report.json and report.png (default gem-runs/eval-<time>).")
 @click.option("--resume", type=click.Path(file_okay=False), metavar="DIR",
-              help="Continue the evaluation in DIR, killed or interrupted, with its settings: finished episodes are kept.")
+              help="Continue the evaluation in DIR, killed or interrupted, with its settings: finished episodes are "
+                   "kept, failed ones played again.")
 @click.option("--trajectories", is_flag=True, default=None,
               help="Also write each episode as a Harbor trajectory (ATIF): trajectories/<env>-NNNN.json.")
 @click.option("--progress/--no-progress", default=True,
@@ -261,7 +269,8 @@ def eval_command(ctx: click.Context, envs: tuple[str, ...], env_args: tuple[str,
     report names the source of each setting. Episodes run concurrently, and each turn samples
     with a seed of its own, so the same settings play the same episodes. Writes settings.json,
     every episode as it ends, report.json (per environment: success rate, mean return, turns,
-    pass@1..K with --samples K) and report.png, and prints a table; --report-to sends the scores,
+    pass@1..K with --samples K) and report.png, and prints a table; an episode whose environment
+    failed (raised, returned garbage, timed out) is counted apart and scores nothing; --report-to sends the scores,
     the table and pass@k to experiment trackers. Ctrl-C or SIGTERM writes the
     report of the episodes that finished; --resume DIR plays the rest. --trajectories writes each
     episode as a Harbor trajectory too, which Harbor's viewers open. `gem eval compare A B`

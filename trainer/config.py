@@ -59,6 +59,7 @@ class TrainConfig:
     ray_address: str | None = None  # play the environments on a Ray cluster ("auto", "HOST:6379", "local")
     env_hosts: int | None = None  # environment host processes on the cluster (default 2 with ray_address)
     report_to: list[str] = field(default_factory=list)  # experiment trackers (gem_trainer.trackers); none by default
+    max_failed_share: float = 0.5  # a step with a larger share of failed episodes stops the run (1: never)
 
     @property
     def lr(self) -> float:
@@ -140,6 +141,8 @@ def validate(config: TrainConfig) -> None:
         raise ConfigError(f"temperature must be >= 0 (0 is greedy), got {config.temperature}.")
     if not 0.0 < config.top_p <= 1.0:
         raise ConfigError(f"top_p must be in (0, 1], got {config.top_p}.")
+    if not 0.0 <= config.max_failed_share <= 1.0:
+        raise ConfigError(f"max_failed_share must be in [0, 1] (1 never stops the run), got {config.max_failed_share}.")
     if config.max_grad_norm <= 0:
         raise ConfigError(f"max_grad_norm must be positive, got {config.max_grad_norm}.")
     if config.episodes_per_step % config.group_size:
@@ -189,7 +192,7 @@ def _check_types(config: TrainConfig) -> None:
         "lora_alpha": (int, float), "wrappers": (str,), "chat_template": (str, type(None)),
         "device": (str,), "dtype": (str,), "threads": (int, type(None)), "seed": (int,),
         "output_dir": (str, type(None)), "save_every": (int,), "ray_address": (str, type(None)),
-        "env_hosts": (int, type(None)), "report_to": (list,),
+        "env_hosts": (int, type(None)), "report_to": (list,), "max_failed_share": (int, float),
     }
     for name, types in expected.items():
         value = getattr(config, name)

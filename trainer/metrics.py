@@ -1,18 +1,30 @@
-"""The metrics log (JSON lines) and the learning-curve plot; episode statistics come from
-:mod:`gem_core.episodes` (imported from here too)."""
+"""The metrics log (JSON lines), the learning-curve plot, and what a batch's failed episodes
+were; episode statistics come from :mod:`gem_core.episodes` (imported from here too)."""
 
 from __future__ import annotations
 
 import json
 import os
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from gem_core.episodes import episode_stats, episode_success, last_turn_success  # noqa: F401 (also imported from here)
+from gem_core.episodes import (  # noqa: F401 (also imported from here)
+    Episode,
+    episode_stats,
+    episode_success,
+    failure_counts,
+    last_turn_success,
+)
 
 #: The keys of a metrics.jsonl record that measure time: they differ from run to run, the rest not.
 TIMINGS = ("rollout_seconds", "train_seconds", "step_seconds", "tokens_per_second", "train_tokens_per_second")
+
+#: The statistics of a step's record taken over its valid episodes: None in a step whose every
+#: episode failed.
+OVER_VALID_EPISODES = ("mean_return", "success_rate", "turns_per_episode", "turns_per_success",
+                       "format_error_rate", "tool_call_rate")
 
 #: The curves of the learning-curve plot: metric key, panel title.
 CURVES = (
@@ -26,6 +38,64 @@ CURVES = (
 def percent(rate: float) -> str:
     """A rate as every report shows it: ``0.6875`` is ``68.8%``."""
     return f"{rate:.1%}"
+
+
+def failure_shares(episodes: Sequence[Episode]) -> dict[str, float]:
+    """Per environment, in the order their ids first come: ``failed_rate/<env id>``, the share of
+    that environment's episodes that failed, and ``failed_<kind>/<env id>`` for each failure kind
+    that occurred there (the per-environment side of :func:`episode_stats`' ``failed_rate`` and
+    ``failed_<kind>``)."""
+    by_env: dict[str, list[Episode]] = {}
+    for episode in episodes:
+        by_env.setdefault(episode.env_id, []).append(episode)
+    shares: dict[str, float] = {}
+    for env_id, played in by_env.items():
+        counts = failure_counts(played)
+        shares[f"failed_rate/{env_id}"] = sum(counts.values()) / len(played)
+        shares.update({f"failed_{kind}/{env_id}": count / len(played) for kind, count in counts.items()})
+    return shares
+
+
+def failures_text(record: dict[str, Any]) -> str:
+    """What a step's record says of its failed episodes, for the step line: ``""`` when none
+    failed, else the share that failed and, per environment, each kind's share of its episodes
+    (``failed 25.0% (malformed 25.0%)``; with several environments, each named)."""
+    if not record.get("failed_rate"):
+        return ""
+    kinds: dict[str, list[str]] = {}
+    for key, value in record.items():
+        name, _, env_id = key.partition("/")
+        if env_id and name.startswith("failed_") and name != "failed_rate":
+            kinds.setdefault(env_id, []).append(f"{name.removeprefix('failed_')} {percent(value)}")
+    parts = [", ".join(found) if len(kinds) == 1 else f"{env_id}: {', '.join(found)}" for env_id, found in kinds.items()]
+    return f"failed {percent(record['failed_rate'])} ({'; '.join(parts)})"
+
+
+def failure_report(episodes: Sequence[Episode], *, examples: int = 3) -> str:
+    """The failed episodes of a batch as one paragraph: per environment, how many of its episodes
+    failed, then per kind how many, the most common errors (up to ``examples``) and the seeds."""
+    by_env: dict[str, list[Episode]] = {}
+    for episode in episodes:
+        by_env.setdefault(episode.env_id, []).append(episode)
+    parts = []
+    for env_id, played in by_env.items():
+        failed = [e for e in played if e.failure is not None]
+        if not failed:
+            continue
+        kinds = []
+        for kind, count in failure_counts(failed).items():
+            of_kind = [e for e in failed if e.failure.kind == kind]  # type: ignore[union-attr]
+            errors = Counter(_short(e.failure.error) or "no error given" for e in of_kind)  # type: ignore[union-attr]
+            shown = "; ".join(f"{error!r}" + (f" x{n}" if n > 1 else "") for error, n in errors.most_common(examples))
+            more = f"; and {len(errors) - examples} other error(s)" if len(errors) > examples else ""
+            seeds = ", ".join(str(e.seed) for e in of_kind[:examples]) + (", ..." if len(of_kind) > examples else "")
+            kinds.append(f"{count} {kind} ({shown}{more}; seeds {seeds})")
+        parts.append(f"{env_id}: {len(failed)} of {len(played)} failed: {', '.join(kinds)}")
+    return ". ".join(parts) + "." if parts else ""
+
+
+def _short(text: str, limit: int = 200) -> str:
+    return text if len(text) <= limit else text[:limit] + "..."
 
 
 class MetricsLog:
@@ -72,7 +142,8 @@ def plot_learning_curve(records: Sequence[dict[str, Any]], path: Path, *, title:
     fig, axes = plt.subplots(2, 2, figsize=(9, 6), sharex=True)
     steps = [r["step"] for r in records]
     for ax, (key, label) in zip(axes.flat, CURVES):
-        ax.plot(steps, [r.get(key, float("nan")) for r in records], marker="o", markersize=3)
+        values = [r.get(key) for r in records]
+        ax.plot(steps, [float("nan") if v is None else v for v in values], marker="o", markersize=3)
         ax.set_title(label)
         ax.grid(alpha=0.3)
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))

@@ -42,7 +42,8 @@ STATE_FILE = "trackers.json"
 PROJECT = "gem"
 #: The scores of an environment in ``report.json`` that every tracker gets (with several samples
 #: per start, ``best_of_k_return`` and pass@k too).
-SCORES = ("episodes", "success_rate", "mean_return", "return_stderr", "turns_per_episode", "format_error_rate")
+SCORES = ("episodes", "success_rate", "mean_return", "return_stderr", "turns_per_episode", "format_error_rate",
+          "failed_rate")
 
 
 @dataclass
@@ -415,9 +416,9 @@ class Trackers:
         most = max((env["samples"] for env in environments), default=1)
         ks = [str(k) for k in range(1, most + 1)]
         columns = ["environment", "episodes", "success_rate", "mean_return", "turns_per_episode",
-                   "format_error_rate", *(f"pass@{k}" for k in ks if most > 1)]
+                   "format_error_rate", "failed", *(f"pass@{k}" for k in ks if most > 1)]
         rows = [[env["env_id"], env["episodes"], env["success_rate"], env["mean_return"], env["turns_per_episode"],
-                 env["format_error_rate"], *(env["pass_at_k"].get(k, float("nan")) for k in ks if most > 1)]
+                 env["format_error_rate"], env["failed"], *(env["pass_at_k"].get(k, float("nan")) for k in ks if most > 1)]
                 for env in environments]
         self._each("log_table", "eval/scores", columns, rows, 0)
         if plot is not None:

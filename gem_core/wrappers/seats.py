@@ -22,11 +22,12 @@ environment, and the spec, generators, ``close`` and other attributes are looked
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from gem_core.core import BaseEnv, Env, Forwarding, ResetResult, StepResult
-from gem_core.errors import GemError
+from gem_core.errors import GemError, MalformedResultError
 from gem_core.multiagent import MultiAgentEnv
 
 Policy = Callable[[str], str]
@@ -72,7 +73,7 @@ class SelfPlay(SeatView):
                                                                      "rewards": {}}
         actions, self._pending = self._pending, {}
         _, rewards, terminations, truncations, infos = self.env.step(actions)
-        info = {**infos.get(agent, {}), "agent": agent, "rewards": {a: float(r) for a, r in rewards.items()}}
+        info = {**infos.get(agent, {}), "agent": agent, "rewards": _checked_rewards(rewards)}
         if not self.env.agents:  # the game is over for everyone
             terminated = any(terminations.values()) or any(self.env.terminations.values())
             return self.env.observe(agent), float(rewards.get(agent, 0.0)), terminated, not terminated, info
@@ -84,6 +85,21 @@ class SelfPlay(SeatView):
         if not self._queue:
             raise GemError("The episode is over: reset the environment.")
         return self.env.random_action(self._queue[0])
+
+
+def _checked_rewards(rewards: Mapping[str, Any]) -> dict[str, float]:
+    """Every agent's reward of a step as a float, or :class:`MalformedResultError` (the episode
+    fails as malformed) for one that is not a finite number: split seats are trained on them all."""
+    checked = {}
+    for agent, reward in rewards.items():
+        try:
+            checked[agent] = float(reward)
+        except (TypeError, ValueError):
+            raise MalformedResultError(f"step() returned a reward for {agent!r} that is not a number: {reward!r}") from None
+        if not math.isfinite(checked[agent]):
+            raise MalformedResultError(f"step() returned a reward of {reward} for {agent!r}: every reward must be a "
+                                       "finite number")
+    return checked
 
 
 class Versus(SeatView):

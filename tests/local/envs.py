@@ -57,3 +57,60 @@ class FlakyStartEnv(LetterShareEnv):
 def register_flaky_once() -> None:
     if not gem_core.list_envs(FLAKY_ID):
         gem_core.register(FLAKY_ID, FlakyStartEnv, description="Test: slot 1 of three never starts.")
+
+
+BROKEN_ID = "testlocal:BrokenSeeds-v0"
+
+
+class BrokenSeedsEnv(LetterShareEnv):
+    """LetterShare whose episodes of ``broken_seeds`` return a NaN reward on their second turn
+    (the environment's fault, not the agent's: those episodes fail as malformed)."""
+
+    def __init__(self, turns: int = 2, broken_seeds: tuple[int, ...] = ()):
+        super().__init__(turns)
+        self.broken_seeds = set(broken_seeds)
+        self.seed: int | None = None
+
+    def reset(self, seed: int | None = None, **options: Any) -> tuple[str, dict[str, Any]]:
+        self.seed = seed
+        return super().reset(seed, **options)
+
+    def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        observation, reward, terminated, truncated, info = super().step(action)
+        if self.seed in self.broken_seeds and self.turn == 2:
+            reward = float("nan")
+        return observation, reward, terminated, truncated, info
+
+
+def register_broken(broken_seeds: list[int]) -> None:
+    """(Re-)register :data:`BROKEN_ID` with these seeds broken."""
+    from gem_core.registry import deregister
+
+    deregister(BROKEN_ID)
+    gem_core.register(BROKEN_ID, BrokenSeedsEnv, broken_seeds=tuple(broken_seeds),
+                      description="Test: a NaN reward on the second turn of some seeds.")
+
+
+BROKEN_DILEMMA_ID = "testlocal:BrokenDilemma-v0-selfplay"
+
+
+def register_broken_dilemma_once() -> None:
+    """The prisoner's dilemma played in self-play, whose episodes of even seeds hand the seat that
+    did not move last a NaN reward in their first round (only ``info["rewards"]`` shows it)."""
+    if gem_core.list_envs(BROKEN_DILEMMA_ID):
+        return
+    from gem_envs.multiagent.prisoners_dilemma import PrisonersDilemmaEnv
+
+    class BrokenDilemmaEnv(PrisonersDilemmaEnv):
+        def reset(self, seed: int | None = None, **options: Any) -> Any:
+            self.broken = seed is not None and seed % 2 == 0
+            return super().reset(seed, **options)
+
+        def step(self, actions: dict[str, str]) -> Any:
+            observations, rewards, terminations, truncations, infos = super().step(actions)
+            if self.broken:
+                rewards = {**rewards, "player_0": float("nan")}
+            return observations, rewards, terminations, truncations, infos
+
+    gem_core.register(BROKEN_DILEMMA_ID, BrokenDilemmaEnv, wrappers=["self_play"],
+                      description="Test: a NaN reward for one seat on even seeds.")

@@ -28,7 +28,7 @@ def test_the_commands_are_registered_through_the_plugin_hook():
 def test_help_documents_the_flags():
     train = gem_command("train", "--help").stdout
     for flag in ("--env", "--model", "--estimator", "--gamma", "--episodes-per-step", "--steps", "--lr",
-                 "--lora", "--config", "--resume", "--micro-batch-tokens"):
+                 "--lora", "--config", "--resume", "--micro-batch-tokens", "--max-failed-share"):
         assert flag in train
     evaluate = gem_command("eval", "--help").stdout
     for flag in ("--env", "--episodes", "--samples", "--resume", "--model", "--base-url", "--api-key-env",

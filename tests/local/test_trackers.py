@@ -172,7 +172,7 @@ def test_gem_train_reports_each_step_to_every_tracker_and_a_resume_continues_the
     expected = train_values(records)
     for key in ("train/mean_return", "train/success_rate", "train/format_error_rate", "train/turns_per_episode",
                 "train/advantage_mean", "train/advantage_std", "train/loss", "train/tokens_per_second",
-                "train/step_seconds"):
+                "train/step_seconds", "train/failed_rate", f"train/failed_rate/{GTN}"):
         assert key in expected
     checkpoint = str(run / "checkpoint" / "model")
     config = build_config({"model": str(tiny_model_dir)}).to_dict()  # every setting, as a run config
@@ -220,7 +220,7 @@ def test_gem_eval_reports_its_table_and_pass_at_k_to_every_tracker(tiny_model_di
     prefix = f"eval/{GTN}"
     expected = {f"{prefix}/{key}": {0: float(scores[key])} for key in
                 ("success_rate", "mean_return", "return_stderr", "turns_per_episode", "format_error_rate",
-                 "episodes", "best_of_k_return")}
+                 "episodes", "best_of_k_return", "failed_rate")}
     expected[f"{prefix}/pass_at_k"] = {int(k): value for k, value in scores["pass_at_k"].items()}
     assert sorted(expected[f"{prefix}/pass_at_k"]) == [1, 2, 3]
     state = json.loads((out / STATE_FILE).read_text())

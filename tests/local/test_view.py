@@ -30,14 +30,17 @@ def browser():
 @pytest.fixture(scope="module")
 def training_run(tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     from gem_trainer.config import build_config
+    from gem_trainer.training.rollout import step_seeds
     from gem_trainer.training.trainer import Trainer
-    from tests.local.envs import ENV_ID, register_once
+    from tests.local.envs import BROKEN_ID, register_broken
 
-    register_once()  # LetterShare: rewards that differ, so advantages are not all 0
+    # LetterShare (rewards that differ, so advantages are not all 0) whose first episode of step 1 fails
+    register_broken(step_seeds(0, 1, 4, 1)[:1])
     out = tmp_path_factory.mktemp("train") / "run"
-    Trainer(build_config({"model": str(tiny_model_dir), "envs": [ENV_ID], "steps": 2, "episodes_per_step": 4,
+    Trainer(build_config({"model": str(tiny_model_dir), "envs": [BROKEN_ID], "steps": 2, "episodes_per_step": 4,
                           "max_new_tokens": 4, "device": "cpu", "threads": 1, "output_dir": str(out)}),
             progress=False).run()
+    register_broken([])
     return out
 
 
@@ -61,7 +64,8 @@ def test_the_page_of_an_evaluation_shows_its_episodes_in_a_real_browser(browser:
 
     won = sum(line["turns"][-1]["info"]["success"] for line in expected)
     format_errors = sum(line["turns"][-1]["info"]["format_error"] for line in expected)
-    for outcome, count in (("success", won), ("format_error", format_errors), ("failure", len(expected) - won - format_errors)):
+    for outcome, count in (("success", won), ("format_error", format_errors), ("lost", len(expected) - won - format_errors),
+                           ("failed", 0)):
         browser.evaluate(f"(s => {{ s.value = '{outcome}'; s.dispatchEvent(new Event('change')); }})"
                          "(document.getElementById('outcome-filter'))")
         assert browser.evaluate("document.querySelectorAll('.episode').length") == count, outcome
@@ -106,6 +110,46 @@ def test_the_page_of_a_training_run_shows_each_turns_advantage(browser: Headless
     assert len(shown) == len(expected) and all(f"advantage {a:+.3f}" in text for a, text in zip(expected, shown))
     browser.screenshot(tmp_path / "train.png")
     assert browser.errors == []
+
+
+@needs_chromium
+def test_a_failed_episode_shows_as_failed_with_its_kind_and_error(browser: HeadlessChromium, training_run: Path,
+                                                                  tmp_path: Path):
+    from gem_core.episodes import load_episodes
+
+    [failed] = [e for e in load_episodes(training_run / "episodes" / "step-00001.jsonl") if not e.valid]
+    browser.open(write_view(training_run, tmp_path / "train.html").as_uri())
+    browser.evaluate("(s => { s.value = 'failed'; s.dispatchEvent(new Event('change')); })"
+                     "(document.getElementById('outcome-filter'))")
+    assert browser.evaluate("document.querySelectorAll('.episode').length") == 1
+    head = browser.evaluate("document.querySelector('.episode .head').textContent")
+    assert "failed: malformed" in head and f"seed {failed.seed}" in head and "return -" in head
+    assert browser.evaluate("document.querySelector('.episode .outcome').className") == "outcome failed"
+    browser.evaluate("document.querySelector('.episode .head').click()")
+    note = browser.evaluate("document.querySelector('.failure-note').textContent")
+    assert "Failed (malformed) in step(), after 1 turn(s)" in note and "reward of nan" in note
+    assert "left out of the statistics and of training" in note
+    metas = browser.evaluate("[...document.querySelectorAll('.turn:not(.final) .meta')].map(m => m.textContent)")
+    assert len(metas) == 2 and not any("advantage" in m for m in metas)  # it was not trained on
+    summary = browser.evaluate("document.getElementById('summary').textContent")
+    assert "failed" in summary and "25.0%" in summary  # step 1: one of four
+    assert browser.errors == []
+
+
+def test_the_page_of_an_evaluation_counts_failed_episodes_apart(tmp_path: Path):
+    from gem_core.episodes import Failure
+
+    folder = tmp_path / "eval"
+    shutil.copytree(FIXTURE, folder)
+    lines = fixture_lines()
+    lines[0]["failure"] = {"kind": "sandbox", "error": "SandboxFailure: the container died", "phase": "step", "turn": 0}
+    assert Failure(**lines[0]["failure"])
+    (folder / "episodes.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    text = write_view(folder).read_text()
+    data = json.loads(text[text.index('id="gem-data">') + len('id="gem-data">'):text.index("</script>")])
+    assert data["episodes"][0]["failed"]["kind"] == "sandbox" and data["episodes"][0]["success"] is False
+    [row] = data["summary"]
+    assert row["failed"] == "1 (8.3%)" and row["episodes"] == len(lines) - 1
 
 
 def test_view_names_a_folder_that_is_not_a_run(tmp_path: Path):

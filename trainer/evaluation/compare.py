@@ -5,7 +5,8 @@ baseline's, each with a bootstrap confidence interval over starts (environment i
 start's value is the mean over its samples). When both evaluations played the same starts, the
 starts are resampled in pairs, which removes the spread between starts from the difference;
 otherwise each evaluation's starts are resampled on their own. A difference whose interval holds
-0 is within noise. The resampling is seeded, so the same folders give the same intervals.
+0 is within noise. The resampling is seeded, so the same folders give the same intervals. Failed
+episodes (their environment broke) are left out, as the reports leave them out.
 """
 
 from __future__ import annotations
@@ -96,7 +97,7 @@ def _starts(folder: Path) -> dict[str, dict[Any, tuple[float, float, int]]]:
     path = folder / EPISODES_FILE
     if not path.is_file():
         raise GemError(f"{str(folder)!r} is not the folder of a `gem eval` run (no {EPISODES_FILE}).")
-    episodes = [episode for episode, _ in read_episodes(path)]
+    episodes = [episode for episode, _ in read_episodes(path) if episode.valid]  # a failed one scores nothing
     found: dict[str, dict[Any, tuple[float, float, int]]] = {}
     for (env_id, seed), samples in by_start(episodes).items():
         found.setdefault(env_id, {})[seed] = (sum(map(episode_success, samples)) / len(samples),

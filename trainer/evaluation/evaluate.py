@@ -17,6 +17,10 @@ ends (and, with ``trajectories``, as a Harbor trajectory in ``trajectories/``, s
 :mod:`gem_core.atif`). Progress shows as a bar on a terminal and as plain lines otherwise. Ctrl-C
 or SIGTERM stops the evaluation and writes the report of the episodes that finished
 (``"interrupted": true``); ``resume=True`` (``gem eval --resume DIR``) plays the rest.
+
+An episode that failed (its environment raised, returned something malformed, timed out, ...:
+not the agent's doing) is recorded and reported apart, by kind; the scores are taken over the
+valid episodes, and a resume plays the failed ones again.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ import sys
 import threading
 import time
 import zlib
+from collections import Counter
 from contextlib import contextmanager
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, fields, replace
@@ -226,11 +231,15 @@ def run_evaluation(settings: EvalSettings, *, console: Any = None, resume: bool 
         done = []
     todo = eval_folder.left_to_play(eval_folder.plan(settings.envs, settings.seed, settings.episodes,
                                                      settings.samples), done)
+    current, replayed = eval_folder.latest(done), set(todo)
+    kept = [e for e, sample in current if (e.env_id, e.seed, sample) not in replayed]  # a failed one plays again
     note = trained_settings_note(settings, sources)
     if console is not None and note:
         console.print(note)
     if console is not None and resume:
-        console.print(f"Resuming {output}: {len(done)} episode(s) played, {len(todo)} to play.")
+        again = len(current) - len(kept)
+        console.print(f"Resuming {output}: {len(kept)} episode(s) played, {len(todo)} to play"
+                      + (f" ({again} of them failed before: they are played again)." if again else "."))
     policy, template, describe = _make_policy(settings) if todo else (None, None, _describe(settings))
     output.mkdir(parents=True, exist_ok=True)
     if not resume:
@@ -239,7 +248,8 @@ def run_evaluation(settings: EvalSettings, *, console: Any = None, resume: bool 
     trackers = Trackers.open(parse_report_to(settings.report_to), RunInfo(output, "eval", _recorded(settings), resumed=resume),
                              say=print if console is None else lambda message: console.print(message, markup=False))
     try:
-        reports, interrupted = _play(settings, policy, template, todo, [episode for episode, _ in done], episodes_path)
+        reports, interrupted = _play(settings, policy, template, todo, kept, episodes_path,
+                                     recorded=Counter(e.env_id for e, _ in done))
         report = {
             "policy": describe,
             "settings": _recorded(settings),
@@ -255,20 +265,22 @@ def run_evaluation(settings: EvalSettings, *, console: Any = None, resume: bool 
     if console is not None:
         _print_report(console, reports, describe, output)
     if interrupted:
-        count = sum(r.episodes for r in reports)
+        count = sum(r.episodes + r.failed for r in reports)
         raise GemError(f"Interrupted: {output / REPORT_FILE} reports the {count} episode(s) that finished; "
                        f"`gem eval --resume {output}` plays the rest.")
     return report
 
 
 def _play(settings: EvalSettings, policy: Any, template: Any, todo: list[Planned], done: list[Episode],
-          episodes_path: Path) -> tuple[list[EnvReport], bool]:
+          episodes_path: Path, *, recorded: dict[str, int] | None = None) -> tuple[list[EnvReport], bool]:
     """Play the ``todo`` episodes environment by environment, appending each to ``episodes_path``
-    as it ends; return every environment's report (``done`` episodes included) and whether Ctrl-C
-    or SIGTERM cut the evaluation short."""
+    (which holds ``recorded`` episodes of each environment already) as it ends; return every
+    environment's report (``done`` episodes included) and whether Ctrl-C or SIGTERM cut the
+    evaluation short."""
     import gem_core
 
     reports: list[EnvReport] = []
+    recorded = recorded or {}
     finished: list[Episode] = []  # the episodes of the environment being played, as they end
     bar = settings.progress and sys.stdout.isatty()
     total = settings.episodes * settings.samples
@@ -292,7 +304,7 @@ def _play(settings: EvalSettings, policy: Any, template: Any, todo: list[Planned
                     finished.append(episode)
                     if settings.trajectories:  # numbered as they end, a resumed run's after the earlier ones
                         _write_trajectory(episode, episodes_path.parent / TRAJECTORIES_DIR,
-                                          len(earlier) + len(finished) - 1, settings.model)
+                                          recorded.get(env_id, 0) + len(finished) - 1, settings.model)
                     if lines is not None:
                         lines.show(env_id, earlier + finished)
 
@@ -386,8 +398,10 @@ class _ProgressLines:
     def show(self, env_id: str, finished: Sequence[Episode]) -> None:
         done = len(finished)
         if done % self.every == 0 or done == self.total:
-            mean = sum(e.total_reward for e in finished) / done
-            print(f"{env_id}: {done}/{self.total} episodes, mean return {mean:+.3f}", flush=True)
+            valid = [e.total_reward for e in finished if e.valid]
+            mean = f"mean return {sum(valid) / len(valid):+.3f}" if valid else "no valid episode"
+            failed = f", {done - len(valid)} failed" if len(valid) < done else ""
+            print(f"{env_id}: {done}/{self.total} episodes, {mean}{failed}", flush=True)
 
 
 @contextmanager
@@ -502,7 +516,9 @@ def _print_report(out: Any, reports: Sequence[EnvReport], describe: str, output:
     samples = max((r.samples for r in reports), default=1)
     ks = shown_ks(samples) if samples > 1 else []
     table = Table(title=escape(f"gem eval: {describe}"))
+    failed = any(r.failed for r in reports)
     columns = ["environment", "episodes", "success", "mean return", "turns", "format errors"]
+    columns += ["failed"] if failed else []
     columns += [f"pass@{k}" for k in ks] + ([f"best-of-{samples} return"] if ks else [])
     for column in columns:
         table.add_column(column, justify="left" if column == "environment" else "right")
@@ -510,10 +526,18 @@ def _print_report(out: Any, reports: Sequence[EnvReport], describe: str, output:
         passed = [percent(r.pass_at_k[str(k)]) if str(k) in r.pass_at_k else "-" for k in ks]
         table.add_row(escape(r.env_id), str(r.episodes) if r.samples == 1 else f"{r.episodes} ({r.starts} x {r.samples})",
                       percent(r.success_rate), f"{r.mean_return:+.3f} ± {r.return_stderr:.3f}",
-                      f"{r.turns_per_episode:.2f}", percent(r.format_error_rate), *passed,
+                      f"{r.turns_per_episode:.2f}", percent(r.format_error_rate),
+                      *([f"{r.failed} ({percent(r.failed_rate)})"] if failed else []), *passed,
                       *([f"{r.best_of_k_return:+.3f}"] if ks else []))
     out.print(table)
     for r in reports:
+        if r.failed:
+            kinds = ", ".join(f"{count} {kind}" for kind, count in r.failed_kinds.items())
+            first = r.failed_examples[0]
+            error = escape(first["error"] or first["kind"])
+            out.print(f"[yellow]{escape(r.env_id)}: {r.failed} episode(s) failed ({kinds}), not the agent's doing: "
+                      f"left out of the scores. First: seed {first['seed']}, {error}. "
+                      f"`gem eval --resume {escape(str(output))}` plays them again.[/]")
         if r.outcomes is not None:
             out.print(f"{r.env_id}: win rate {percent(r.outcomes['win'])}, draws {percent(r.outcomes['draw'])}, "
                       f"losses {percent(r.outcomes['loss'])}")

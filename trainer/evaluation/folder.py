@@ -5,7 +5,9 @@
 (``gem eval --resume DIR``). ``episodes.jsonl`` holds one episode per line, as
 :func:`gem_core.episodes.save_episodes` writes them, plus ``"sample"``: which of the samples of
 its start (environment id and seed) it is. A line that a kill cut short is not an episode; a
-resume drops it before appending.
+resume drops it before appending. A failed episode (its environment broke, see
+:class:`~gem_core.episodes.Failure`) is not a finished one: a resume plays it again and appends
+the new episode, which takes its place (:func:`latest`).
 """
 
 from __future__ import annotations
@@ -88,6 +90,16 @@ def plan(env_ids: Iterable[str], first_seed: int, starts: int, samples: int) -> 
 
 
 def left_to_play(planned: list[Planned], done: Iterable[tuple[Episode, int]]) -> list[Planned]:
-    """The planned episodes not among ``done``, in plan order."""
-    finished = {(episode.env_id, episode.seed, sample) for episode, sample in done}
+    """The planned episodes without a valid one among ``done`` (a failed one is played again),
+    in plan order."""
+    finished = {(episode.env_id, episode.seed, sample) for episode, sample in done if episode.valid}
     return [item for item in planned if item not in finished]
+
+
+def latest(records: Iterable[tuple[Episode, int]]) -> list[tuple[Episode, int]]:
+    """The record of each start and sample: the last one (a failed episode that a resume played
+    again gives way to its new play), in the order they were first recorded."""
+    found: dict[tuple[str, Any, int], tuple[Episode, int]] = {}
+    for episode, sample in records:
+        found[(episode.env_id, episode.seed, sample)] = (episode, sample)
+    return list(found.values())

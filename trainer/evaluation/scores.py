@@ -1,5 +1,8 @@
 """Scores of an environment's evaluation episodes: success, return, pass@k and best-of-k.
 
+Scores are taken over the valid episodes: a failed one (its environment broke, not the agent: see
+:class:`~gem_core.episodes.Failure`) is counted apart, by kind, and scores nothing.
+
 Episodes that share an environment id and a seed are samples from one start. With ``n`` samples
 of a start of which ``c`` succeeded, pass@k is estimated without bias as
 ``1 - C(n - c, k) / C(n, k)`` (Chen et al., 2021, "Evaluating Large Language Models Trained on
@@ -17,7 +20,10 @@ from typing import Any
 
 from gem_core.episodes import Episode
 
-from gem_trainer.metrics import episode_stats, episode_success
+from gem_trainer.metrics import episode_stats, episode_success, failure_counts
+
+#: How many failed episodes a report describes (seed, kind and error).
+FAILED_EXAMPLES = 3
 
 
 @dataclass
@@ -25,7 +31,7 @@ class EnvReport:
     """One environment's scores in ``report.json``."""
 
     env_id: str
-    episodes: int
+    episodes: int  # the valid episodes, which the scores are taken over
     mean_return: float
     return_stderr: float
     success_rate: float
@@ -44,6 +50,12 @@ class EnvReport:
     pass_at_k: dict[str, float] = field(default_factory=dict)
     #: The mean over starts of the best return among ``samples`` samples.
     best_of_k_return: float = 0.0
+    #: Episodes that failed (not scored), their share of all played, their count per failure
+    #: kind, and the first few of them (seed, kind, error).
+    failed: int = 0
+    failed_rate: float = 0.0
+    failed_kinds: dict[str, int] = field(default_factory=dict)
+    failed_examples: list[dict[str, Any]] = field(default_factory=list)
 
 
 def pass_at_k(samples: int, successes: int, k: int) -> float:
@@ -89,7 +101,10 @@ def sampled_scores(episodes: Sequence[Episode]) -> tuple[int, dict[str, float], 
 
 
 def summarise(env_id: str, episodes: Sequence[Episode], seconds: float) -> EnvReport:
-    """``env_id``'s :class:`EnvReport` from its episodes."""
+    """``env_id``'s :class:`EnvReport` from its episodes: scores over the valid ones, the failed
+    ones counted apart."""
+    failed = [e for e in episodes if not e.valid]
+    episodes = [e for e in episodes if e.valid]
     stats = episode_stats(episodes)
     returns = [e.total_reward for e in episodes]
     n = len(returns)
@@ -97,7 +112,11 @@ def summarise(env_id: str, episodes: Sequence[Episode], seconds: float) -> EnvRe
     ended = [e.turns[-1].info["outcome"] for e in episodes if e.turns and "outcome" in e.turns[-1].info]
     outcomes = {kind: ended.count(kind) / n for kind in ("win", "draw", "loss")} if ended else None
     samples, passed, best = sampled_scores(episodes)
+    examples = [{"seed": e.seed, "kind": e.failure.kind, "error": e.failure.error}  # type: ignore[union-attr]
+                for e in failed[:FAILED_EXAMPLES]]
     return EnvReport(env_id, n, stats["mean_return"], math.sqrt(var / n) if n else 0.0,
                      stats["success_rate"], stats["turns_per_episode"], stats["format_error_rate"], seconds,
                      outcomes=outcomes, starts=len(by_start(episodes)), samples=max(samples, 1),
-                     pass_at_k=passed, best_of_k_return=best)
+                     pass_at_k=passed, best_of_k_return=best, failed=len(failed),
+                     failed_rate=len(failed) / max(len(failed) + n, 1), failed_kinds=failure_counts(failed),
+                     failed_examples=examples)

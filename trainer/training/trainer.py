@@ -10,6 +10,13 @@ One step:
    accumulating gradients over micro-batches of episodes packed end to end into rows;
 4. log metrics, and save a checkpoint when due.
 
+A failed episode (the environment raised, returned something malformed, timed out, ...: see
+:class:`~gem_core.episodes.Failure`) leaves the estimator's statistics and the loss, and is counted
+per environment and kind in the step's metrics. A step with nothing to train on (every episode
+failed, say) makes no optimiser step and says why. When more than ``max_failed_share`` of a
+step's episodes fail, the run stops (:class:`FailedEpisodesError`) before training on that step,
+naming what failed, with the steps trained so far saved in its checkpoint.
+
 Everything that can be checked before the long work (configuration, environment ids, estimator,
 model folder, chat template, memory) is checked first.
 """
@@ -26,7 +33,16 @@ from typing import Any
 from gem_core.errors import GemError
 from gem_core.estimators import advantage_stats
 from gem_trainer.config import ConfigError, TrainConfig, save_config, validate, vector_mode
-from gem_trainer.metrics import MetricsLog, episode_stats, percent, plot_learning_curve
+from gem_trainer.metrics import (
+    OVER_VALID_EPISODES,
+    MetricsLog,
+    episode_stats,
+    failure_report,
+    failure_shares,
+    failures_text,
+    percent,
+    plot_learning_curve,
+)
 from gem_trainer.model_calls import takes_explicit_mask
 from gem_trainer.training import checkpoint as ckpt
 from gem_trainer.training.loss import micro_batches, pack, reinforce_loss
@@ -63,6 +79,11 @@ class TrainResult:
     plot_path: Path
     checkpoint: Path | None
     records: list[dict[str, Any]]
+
+
+class FailedEpisodesError(GemError):
+    """More than ``max_failed_share`` of a step's episodes failed: the run stopped before
+    training on them (the message names the environments, kinds and errors)."""
 
 
 def default_output_dir() -> Path:
@@ -140,6 +161,7 @@ class Trainer:
         check_training_memory(self.model, self.parameters, c, self.device, self.micro_batch_tokens)
         self.optimizer = torch.optim.AdamW(self.parameters, lr=c.lr, weight_decay=c.weight_decay)
         self.start_step = 0
+        self.saved_step = 0  # the step the run folder's checkpoint holds (0: none)
         if state is not None:
             try:
                 self.optimizer.load_state_dict(state.optimizer)
@@ -149,7 +171,7 @@ class Trainer:
             torch.set_rng_state(state.torch_rng)
             if state.cuda_rng is not None and torch.cuda.is_available():
                 torch.cuda.set_rng_state_all(state.cuda_rng)
-            self.start_step = state.step
+            self.start_step = self.saved_step = state.step
         else:
             torch.manual_seed(c.seed)
         self.policy = LocalPolicy(sampling_model(self.model), self.tokenizer, SamplingSettings(
@@ -222,18 +244,36 @@ class Trainer:
                 for step in range(self.start_step + 1, c.steps + 1):
                     record = self.train_step(step)
                     self.metrics.append(record)
-                    if (c.save_every and step % c.save_every == 0) or step == c.steps:
+                    if self._stopping is not None:  # keep what the steps before it trained
+                        if self.saved_step < step - 1:
+                            last_checkpoint = self.save(step - 1, rng=self._rng_before_step)
+                            trackers.log_text("train/checkpoint", str(last_checkpoint / ckpt.MODEL), step - 1)
+                    elif (c.save_every and step % c.save_every == 0) or step == c.steps:
                         last_checkpoint = self.save(step)
                         trackers.log_text("train/checkpoint", str(last_checkpoint / ckpt.MODEL), step)
                     if trackers:  # the learning curve so far, with the step's metrics
                         records.append(record)
                         trackers.log_step(record, self._plot(records))
                     bar(record)
+                    if self._stopping is not None:
+                        self._plot(self.metrics.read())
+                        raise FailedEpisodesError(f"{self._stopping} {self._after_stop(step)}")
         finally:
             trackers.finish()
             self.vec_env.close()
         records = self.metrics.read()
         return TrainResult(self.output_dir, self.metrics.path, self._plot(records), last_checkpoint, records)
+
+    def _after_stop(self, step: int) -> str:
+        """Where a run stopped for failed episodes stands, and how to go on."""
+        folder = self.output_dir
+        if self.saved_step == 0:
+            return (f"No step was trained before it, so {folder} has no checkpoint: fix the environment and "
+                    "start the run again, or raise --max-failed-share (1 trains through any failures, leaving "
+                    "the failed episodes out).")
+        return (f"The checkpoint in {folder / ckpt.CHECKPOINT} holds step {self.saved_step}: fix the environment and "
+                f"continue with `gem train --resume {folder}`, or raise --max-failed-share (1 trains through any "
+                "failures, leaving the failed episodes out).")
 
     def _plot(self, records: list[dict[str, Any]]) -> Path:
         c = self.config
@@ -249,6 +289,9 @@ class Trainer:
 
         c = self.config
         started = time.perf_counter()
+        self._stopping: str | None = None  # why the run stops after this step (too many failed episodes)
+        self._rng_before_step = (torch.get_rng_state(),  # what a checkpoint of the step before holds
+                                 torch.cuda.get_rng_state_all() if self.device.startswith("cuda") else None)
         self.policy.reset_records()
         seeds = step_seeds(c.seed, step, c.episodes_per_step, c.group_size)
         self._phase(step, f"playing {c.episodes_per_step} episodes")
@@ -259,18 +302,26 @@ class Trainer:
         save_episodes(episodes, writing)
         os.replace(writing, episodes_file)  # a kill never leaves a half-written episode file
 
-        parts = [part for seats in seat_advantages(episodes, self.estimator, gamma=c.gamma, group_size=c.group_size)
-                 for part in seats]
-        samples, trained, skipped = training_samples([p for p, _ in parts], [a for _, a in parts], self.policy)
+        failed = sum(not e.valid for e in episodes)
+        if failed > c.max_failed_share * len(episodes):
+            self._stopping = (f"Step {step}: {failed} of {len(episodes)} episodes failed, more than "
+                              f"--max-failed-share {c.max_failed_share:g} allows, so the run stopped without "
+                              f"training on them. {failure_report(episodes)}")
+            parts, samples, trained, skipped = [], [], 0, sum(e.num_turns for e in episodes)
+        else:
+            parts = [part for seats in seat_advantages(episodes, self.estimator, gamma=c.gamma,
+                                                       group_size=c.group_size) for part in seats]
+            samples, trained, skipped = training_samples([p for p, _ in parts], [a for _, a in parts], self.policy)
         total_tokens = sum(s.num_model_tokens for s in samples)
+        no_update = _why_no_update(self._stopping is not None, failed, len(episodes), samples)
 
         train_started = time.perf_counter()
-        self._phase(step, f"training on {total_tokens} response tokens")
+        self._phase(step, f"training on {total_tokens} response tokens" if no_update is None else "no update")
         self.model.train()
         self.optimizer.zero_grad(set_to_none=True)
         loss_sum = 0.0
         grad_norm = 0.0
-        if samples:
+        if no_update is None:
             for rows in micro_batches(samples, self.micro_batch_tokens, packed=takes_explicit_mask(self.model)):
                 loss, _ = reinforce_loss(self.model, pack(rows, self.tokenizer.pad_token_id, self.device), total_tokens)
                 loss.backward()
@@ -281,10 +332,14 @@ class Trainer:
         train_s = time.perf_counter() - train_started
 
         gen_s = self.policy.generation_seconds
+        stats = episode_stats(episodes)
+        if failed == len(episodes):  # no episode to take them over: none, rather than a made-up 0
+            stats.update(dict.fromkeys(OVER_VALID_EPISODES))
         return {
             "step": step,
-            **episode_stats(episodes),
-            **advantage_stats([a for _, a in parts]),
+            **stats,
+            **failure_shares(episodes),
+            **advantage_stats([a for p, a in parts if p.valid]),
             "tokens_per_second": self.policy.generated_tokens / gen_s if gen_s else 0.0,
             "response_tokens": total_tokens / max(trained, 1),
             "turns_trained": trained,
@@ -297,21 +352,38 @@ class Trainer:
             "train_tokens_per_second": sum(len(s.prompt_ids) + len(s.completion_ids) for s in samples) / train_s
             if train_s else 0.0,
             "quarantined_slots": len(self.vec_env.quarantined),
+            "updated": no_update is None,
+            **({} if no_update is None else {"no_update": no_update}),
             "step_seconds": time.perf_counter() - started,
         }
 
-    def save(self, step: int) -> Path:
+    def save(self, step: int, *, rng: tuple[Any, Any] | None = None) -> Path:
+        """Save the checkpoint of ``step``; ``rng``: the random state to keep (torch's and CUDA's),
+        by default the current one."""
         import torch
 
-        state = ckpt.TrainerState(
-            step=step, optimizer=self.optimizer.state_dict(), torch_rng=torch.get_rng_state(),
-            cuda_rng=torch.cuda.get_rng_state_all() if self.device.startswith("cuda") else None,
-        )
+        torch_rng, cuda_rng = rng or (torch.get_rng_state(),
+                                      torch.cuda.get_rng_state_all() if self.device.startswith("cuda") else None)
+        state = ckpt.TrainerState(step=step, optimizer=self.optimizer.state_dict(), torch_rng=torch_rng,
+                                  cuda_rng=cuda_rng)
         acting = {key: getattr(self.config, key) for key in ckpt.ACTING_SETTINGS}
-        return ckpt.save_checkpoint(self.output_dir, self.model, self.processor or self.tokenizer, state, acting=acting)
+        saved = ckpt.save_checkpoint(self.output_dir, self.model, self.processor or self.tokenizer, state, acting=acting)
+        self.saved_step = step
+        return saved
 
     def _progress_bar(self) -> Any:
         return _StepProgress(self.start_step, self.config.steps, enabled=self.progress, console=self.console)
+
+
+def _why_no_update(stopping: bool, failed: int, episodes: int, samples: list[Any]) -> str | None:
+    """Why a step takes no optimiser step (None: it takes one)."""
+    if stopping:
+        return f"{failed} of {episodes} episodes failed, more than max_failed_share allows"
+    if failed == episodes:
+        return f"all {episodes} episodes failed"
+    if not samples:
+        return "no turn to train on (every prompt over --max-prompt-tokens, or nothing sampled)"
+    return None
 
 
 class _StepProgress:
@@ -345,10 +417,17 @@ class _StepProgress:
     def __call__(self, record: dict[str, Any]) -> None:
         if not self.enabled:
             return
-        status = (f"return {record['mean_return']:+.3f}  success {percent(record['success_rate'])}  "
-                  f"turns {record['turns_per_episode']:.2f}  {record['tokens_per_second']:.0f} tok/s")
+        if record["mean_return"] is None:  # every episode failed
+            status = f"no valid episode  {record['tokens_per_second']:.0f} tok/s"
+        else:
+            status = (f"return {record['mean_return']:+.3f}  success {percent(record['success_rate'])}  "
+                      f"turns {record['turns_per_episode']:.2f}  {record['tokens_per_second']:.0f} tok/s")
+        if record.get("failed_rate"):
+            status += f"  {failures_text(record)}"
         if record.get("quarantined_slots"):
             status += f"  {record['quarantined_slots']} slot(s) quarantined"
+        if record.get("no_update"):
+            status += f"  no update: {record['no_update']}"
         self._progress.update(self._task, advance=1, status=status)
         self._progress.console.print(f"step {record['step']}: {status}")
 

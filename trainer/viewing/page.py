@@ -3,9 +3,11 @@
 The page (the template ``page.html`` with the run's data embedded as JSON) shows every episode's
 turns: what was new in each observation (the whole prompt one click away), the action, the reward,
 and in a training run each turn's advantage, computed again with the run's estimator and gamma
-from the rewards of its step (estimators are deterministic). Filters select an environment, an
-outcome, a step and a text; the run's plots are embedded. Nothing is fetched: the file works
-offline and can be sent on its own.
+from the rewards of its step (estimators are deterministic). An episode the infrastructure failed
+shows as failed, with its failure's kind and error, and no advantage (it was not trained on).
+Filters select an environment, an outcome (success, lost, format error, failed), a step and a
+text; the run's plots are embedded. Nothing is fetched: the file works offline and can be sent on
+its own.
 
 Images of visual tasks are not kept in episode files (they hold their ``repr``), so the page gets
 them by playing each visual episode again from its seed with the same actions (the environment
@@ -62,11 +64,11 @@ def _evaluation(folder: Path) -> dict[str, Any]:
     notes: list[str] = []
     images = _replayed_images([e for e, _ in records], settings.get("env_kwargs") or {}, notes)
     summary = []
-    for env_id, played in by_env([e for e, _ in records]).items():
+    for env_id, played in by_env([e for e, _ in eval_folder.latest(records)]).items():
         r = summarise(env_id, played, 0.0)
         summary.append({"environment": env_id, "episodes": r.episodes, "success": percent(r.success_rate),
                         "mean return": f"{r.mean_return:+.3f}", "turns": f"{r.turns_per_episode:.2f}",
-                        "format errors": percent(r.format_error_rate),
+                        "format errors": percent(r.format_error_rate), "failed": _failed(r.failed, r.failed_rate),
                         **{f"pass@{k}": percent(v) for k, v in r.pass_at_k.items() if r.samples > 1}})
     model = settings.get("model") or "a policy"
     return {
@@ -93,8 +95,11 @@ def _training(folder: Path) -> dict[str, Any]:
         episodes += [_episode(e, images.get(id(e)), advantages=a, step=step) for e, a in zip(played, advantages)]
     metrics = [json.loads(line) for line in (folder / "metrics.jsonl").read_text().splitlines() if line.strip()] \
         if (folder / "metrics.jsonl").is_file() else []
-    summary = [{"step": r["step"], "success": percent(r["success_rate"]), "mean return": f"{r['mean_return']:+.3f}",
-                "turns": f"{r['turns_per_episode']:.2f}", "format errors": percent(r.get("format_error_rate", 0.0))}
+    summary = [{"step": r["step"], "success": _shown(r["success_rate"], percent),
+                "mean return": _shown(r["mean_return"], "{:+.3f}".format),
+                "turns": _shown(r["turns_per_episode"], "{:.2f}".format),
+                "format errors": _shown(r.get("format_error_rate", 0.0), percent),
+                "failed": percent(r.get("failed_rate", 0.0))}
                for r in metrics[:1] + metrics[1:][-1:]]
     return {
         "kind": "train", "title": f"gem train: {config.get('model')} on {', '.join(config.get('envs') or [])}",
@@ -121,9 +126,21 @@ def _episode(episode: Episode, images: list[list[str]] | None, *, advantages: Se
                       "images": images[index] if images else []})
         previous, previous_action = turn.observation, turn.action
     last = episode.turns[-1] if episode.turns else None
+    failure = episode.failure
     return {"env_id": episode.env_id, "seed": episode.seed, **where, "return": episode.total_reward,
-            "success": episode_success(episode), "format_error": bool(last and last.info.get("format_error")),
+            "success": episode.valid and episode_success(episode),
+            "format_error": bool(episode.valid and last and last.info.get("format_error")),
+            "failed": None if failure is None else {"kind": failure.kind, "error": failure.error,
+                                                    "phase": failure.phase, "turn": failure.turn},
             "turns": turns, "final": _new_part(previous, previous_action, episode.final_observation)}
+
+
+def _shown(value: float | None, form: Any) -> str:
+    return "-" if value is None else form(value)
+
+
+def _failed(count: int, share: float) -> str:
+    return f"{count} ({percent(share)})" if count else "0"
 
 
 def _new_part(previous: str, action: str, observation: str) -> str:
@@ -140,7 +157,7 @@ def _common_prefix(a: str, b: str) -> int:
 
 def _advantages(episodes: list[Episode], config: dict[str, Any], notes: list[str]) -> list[list[float] | None]:
     """Each turn's advantage, as the run's estimator computed it from the step's rewards (a
-    self-play episode's turns each get their seat's)."""
+    self-play episode's turns each get their seat's); None for a failed episode."""
     from gem_core import get_estimator
 
     from gem_trainer.training.rollout import seat_advantages
@@ -153,7 +170,9 @@ def _advantages(episodes: list[Episode], config: dict[str, Any], notes: list[str
         return [None] * len(episodes)
     rows: list[list[float] | None] = []
     for episode, seats in zip(episodes, by_episode):
-        if seats[0][0] is episode:
+        if not episode.valid:  # not trained on: no advantage to show
+            rows.append(None)
+        elif seats[0][0] is episode:
             rows.append([float(a) for a in seats[0][1]])
         else:
             by_seat = {part.agent: iter(advantages) for part, advantages in seats}
