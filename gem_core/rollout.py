@@ -55,9 +55,11 @@ fewer than ``num_episodes`` episodes. A deadline may not be shorter than the vec
 ``step_timeout``.
 
 With a deadline, a concurrent vector environment (the async and Ray modes) lets each slot go at
-its own pace: a slot whose call is slow or hung holds back no other, and the policy is asked for
-the observations that are ready once they are at least as many as the calls still running. The
-episodes are the same; the batches the policy sees depend on the timing.
+its own pace: a slot whose call is slow or hung holds back no other. The policy is asked for the
+observations that are ready once they are at least as many as the calls still running, or once
+the first of them has waited as long as the last policy call took (so batches stay large, and a
+straggler delays the others by one policy call at most). The episodes are the same; the batches
+the policy sees depend on the timing.
 
 Carry-over (``carry_over=True``). The episodes still running at the collection's deadline stay
 with the vector environment (``vec_env.carried``), calls in flight included, and continue in the
@@ -84,7 +86,7 @@ import inspect
 import logging
 import math
 import time
-from collections.abc import Awaitable, Callable, Generator, Sequence
+from collections.abc import Awaitable, Callable, Generator, Iterator, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Any, Union
@@ -341,6 +343,7 @@ class _Running:
     deadline: float | None = None  # time.monotonic() at which its episode deadline passes
     action: str | None = None  # sampled and not stepped yet (carried past a collection's deadline)
     version: int | None = None  # the policy version that sampled ``action``
+    ready_at: float = field(default_factory=time.monotonic)  # since when it waits for the policy
 
 
 @dataclass
@@ -376,6 +379,25 @@ class _Carried:
     def __len__(self) -> int:
         return len(self.running) + len(self.ended)
 
+    def episodes(self) -> list[Episode]:
+        """The episodes carried over, in the order they started."""
+        return [item.episode for item in sorted(self.running.values(), key=lambda r: r.order)] + \
+            [episode for _, episode in self.ended]
+
+    def sampled(self) -> Iterator[tuple[str, str]]:
+        """Every ``(observation, action)`` a policy sampled for the carried episodes: their turns,
+        and the actions sampled and not played yet (or in a call in flight)."""
+        for slot, running in self.running.items():
+            for turn in running.episode.turns:
+                yield turn.observation, turn.action
+            stepped = self.stepping.get(slot)
+            action = running.action if running.action is not None else stepped.action if stepped else None
+            if action is not None:
+                yield running.observation, action
+        for _, episode in self.ended:
+            for turn in episode.turns:
+                yield turn.observation, turn.action
+
 
 @dataclass
 class _Ledger:
@@ -391,6 +413,7 @@ class _Ledger:
     finished: list[tuple[int, Episode]] = field(default_factory=list)
     resets: int = 0
     failed_resets: int = 0
+    policy_seconds: float = 0.0  # how long the last policy call took
 
     def want_more(self) -> bool:
         return self.started + len(self.waiting) < self.target
@@ -566,6 +589,7 @@ def _collect(vec_env: Any, s: _Settings, *, streaming: bool = False) -> Generato
                 cut_off.append(slot)
         else:
             running.observation, running.info = observation, turn_info
+            running.ready_at = time.monotonic()
 
     def handle(rows: Sequence[tuple[int, Any]], bar: Any, cut_off: list[int]) -> None:
         for slot, row in rows:
@@ -656,10 +680,15 @@ def _collect(vec_env: Any, s: _Settings, *, streaming: bool = False) -> Generato
             ready = [slot for slot in sorted(ledger.running) if slot not in ledger.stepping]
             to_ask = [slot for slot in ready if ledger.running[slot].action is None]
             busy = sum(1 for slot in ledger.stepping if slot in ledger.running)
-            if in_flight and busy and len(to_ask) < busy:  # wait until the ready ones are at least as many
-                to_ask = []
+            hold_until = None
+            if in_flight and to_ask and busy and len(to_ask) < busy:
+                # fewer ready than running: wait for more to join, at most as long as the last policy call took
+                hold_until = min(ledger.running[slot].ready_at for slot in to_ask) + ledger.policy_seconds
+                if now < hold_until:
+                    to_ask = []
             acted: Any = None
             if to_ask:
+                asked_at = time.monotonic()
                 asked = ([ledger.running[slot].observation for slot in to_ask],
                          [ledger.running[slot].info for slot in to_ask],
                          [ledger.running[slot].episode for slot in to_ask])
@@ -681,6 +710,7 @@ def _collect(vec_env: Any, s: _Settings, *, streaming: bool = False) -> Generato
                     for slot, action in zip(to_ask, _checked_actions(answer, len(to_ask))):
                         ledger.running[slot].action, ledger.running[slot].version = action, s.policy_version
                 now = time.monotonic()
+                ledger.policy_seconds = now - asked_at
                 if ends_at is not None and now >= ends_at and not rows and not streaming:
                     stop_reason = "deadline"  # the sampled actions carry over with their episodes
                     break
@@ -699,7 +729,7 @@ def _collect(vec_env: Any, s: _Settings, *, streaming: bool = False) -> Generato
             if steps or explicit or by_step:
                 rows += yield from issue(explicit, steps + by_step, actions + [""] * len(by_step))
             if vec_env.in_flight:  # calls left running (this collection's, or carried over)
-                rows += yield "finished", _wake_in(ledger, ends_at, now)
+                rows += yield "finished", _wake_in(ledger, ends_at, now, hold_until)
                 continue
             if not rows and not ledger.stepping and ledger.waiting and not steps and not due:
                 backoff = min(f.retry_at for f in ledger.waiting.values()) - time.monotonic()
@@ -710,13 +740,13 @@ def _collect(vec_env: Any, s: _Settings, *, streaming: bool = False) -> Generato
     return [episode for _, episode in sorted(ledger.finished[:num_episodes], key=lambda item: item[0])]
 
 
-def _wake_in(ledger: _Ledger, ends_at: float | None, now: float) -> float | None:
+def _wake_in(ledger: _Ledger, ends_at: float | None, now: float, hold_until: float | None) -> float | None:
     """How long to wait for calls in flight: until the first of them is done, the collection's
-    deadline, the next retry of a failed reset, or the deadline of an episode left waiting."""
+    deadline, the next retry of a failed reset, the deadline of an episode left waiting, or the end
+    of the wait of the episodes held for more to join them."""
     moments = [f.retry_at for slot, f in ledger.waiting.items() if slot not in ledger.stepping]
     moments += [r.deadline for slot, r in ledger.running.items() if slot not in ledger.stepping and r.deadline]
-    if ends_at is not None:
-        moments.append(ends_at)
+    moments += [moment for moment in (ends_at, hold_until) if moment is not None]
     return max(0.0, min(moments) - now) if moments else None
 
 
