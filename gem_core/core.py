@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     import numpy as np
 
     from gem_core.envspec import EnvSpec
+    from gem_core.vector.starts import StartLimit
 
 ResetResult = tuple[str, dict[str, Any]]
 StepResult = tuple[str, float, bool, bool, dict[str, Any]]
@@ -49,6 +50,10 @@ class BaseEnv:
     #: others inline, so cheap CPU-bound environments never pay a thread hop. A class that does
     #: not set it has its first calls timed instead (see :mod:`gem_core.vector.execution`).
     blocking: ClassVar[bool] = False
+    #: A limit on how many environments like this one start (``reset``) at once, or per second,
+    #: for environments whose reset is heavy (a container, a VM); vector environments hold each
+    #: reset until the limit allows (see :mod:`gem_core.vector.starts`). None: no limit.
+    start_limit: ClassVar[StartLimit | None] = None
 
     #: Whether the first calls of a subclass's :attr:`_watched_methods` (where it defines them)
     #: are watched for draws from the global ``random``/``numpy.random`` state (see
@@ -208,7 +213,7 @@ def single_agent_required(name: str, what: str) -> SingleAgentRequiredError:
 
 class Forwarding:
     """Looks up on ``self.env`` what it does not define itself: attributes (at access time, never
-    copied, so it always sees the live state beneath it), the spec, ``blocking``, the generators
+    copied, so it always sees the live state beneath it), the spec, ``blocking``, ``start_limit``, the generators
     and ``unwrapped``; ``close`` closes ``self.env``. The common part of :class:`Wrapper` and the
     single-agent views of multi-agent environments (:mod:`gem_core.wrappers.seats`)."""
 
@@ -229,6 +234,10 @@ class Forwarding:
     @property
     def blocking(self) -> bool:
         return self.env.blocking
+
+    @property
+    def start_limit(self) -> StartLimit | None:
+        return self.env.start_limit
 
     @property
     def rng(self) -> random.Random:

@@ -62,7 +62,9 @@ class Failure:
     def from_fault(cls, fault: dict[str, Any], turn: int | None = None) -> Failure:
         """The failure a vector environment's ``info["fault"]`` report describes."""
         kind = fault.get("kind", "error")
-        error = fault.get("error") or (f"ran past {fault['timeout_s']:g} s" if fault.get("timeout_s") else "")
+        error = fault.get("error") or (f"ran past {fault['timeout_s']:g} s" if fault.get("timeout_s") else
+                                       f"ran past its deadline ({fault['deadline_s']:.3g} s left)"
+                                       if fault.get("deadline_s") is not None else "")
         return cls(kind if kind in FAILURE_KINDS else "error", str(error), str(fault.get("phase", "")), turn)
 
 

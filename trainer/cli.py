@@ -63,6 +63,19 @@ def _train_options(f: Any) -> Any:
                      help="Stop the run when more than this share of a step's episodes fail (the environment "
                           "raised, returned garbage, timed out...), naming them; the last trained step is saved "
                           f"(default {_DEFAULT.max_failed_share:g}; 1 never stops). Failed episodes are never trained on."),
+        click.option("--episode-deadline", type=float, metavar="SECONDS",
+                     help="Give each episode at most this many seconds of wall clock, environment and sampling "
+                          "together: one past it ends failed (kind deadline) and is not trained on, its environment "
+                          "closed and replaced (default: no limit)."),
+        click.option("--deadline", type=float, metavar="SECONDS",
+                     help="Give each step's collection at most this many seconds: the episodes still running then "
+                          "end failed, or continue in the next step with --carry-over (default: no limit)."),
+        click.option("--carry-over/--no-carry-over", default=None,
+                     help="Episodes still running at --deadline continue in the next step (trained once, in the "
+                          "step where they end) instead of failing (default off)."),
+        click.option("--spares", type=int, metavar="N",
+                     help="Start N more episodes per step (whole groups) and train on the first "
+                          "--episodes-per-step to end; this favours short episodes (default 0)."),
         _report_to_option(),
         *_ray_options(),
     ]

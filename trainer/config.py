@@ -9,6 +9,7 @@ names) before any model is loaded.
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -60,6 +61,10 @@ class TrainConfig:
     env_hosts: int | None = None  # environment host processes on the cluster (default 2 with ray_address)
     report_to: list[str] = field(default_factory=list)  # experiment trackers (gem_trainer.trackers); none by default
     max_failed_share: float = 0.5  # a step with a larger share of failed episodes stops the run (1: never)
+    episode_deadline: float | None = None  # seconds of wall clock per episode (environment and sampling)
+    deadline: float | None = None  # seconds per step's collection of episodes
+    carry_over: bool = False  # episodes running at the deadline continue in the next step
+    spares: int = 0  # episodes started beyond episodes_per_step; the first to end are kept
 
     @property
     def lr(self) -> float:
@@ -145,6 +150,13 @@ def validate(config: TrainConfig) -> None:
         raise ConfigError(f"max_failed_share must be in [0, 1] (1 never stops the run), got {config.max_failed_share}.")
     if config.max_grad_norm <= 0:
         raise ConfigError(f"max_grad_norm must be positive, got {config.max_grad_norm}.")
+    for name in ("episode_deadline", "deadline"):
+        value = getattr(config, name)
+        if value is not None and not (math.isfinite(value) and value > 0):
+            raise ConfigError(f"{name} must be a positive number of seconds, got {value}.")
+    if config.spares < 0 or config.spares % config.group_size:
+        raise ConfigError(f"spares must be 0 or more whole groups of group_size ({config.group_size}) episodes, "
+                          f"got {config.spares}.")
     if config.episodes_per_step % config.group_size:
         raise ConfigError(
             f"episodes_per_step ({config.episodes_per_step}) must be a multiple of group_size "
@@ -193,6 +205,8 @@ def _check_types(config: TrainConfig) -> None:
         "device": (str,), "dtype": (str,), "threads": (int, type(None)), "seed": (int,),
         "output_dir": (str, type(None)), "save_every": (int,), "ray_address": (str, type(None)),
         "env_hosts": (int, type(None)), "report_to": (list,), "max_failed_share": (int, float),
+        "episode_deadline": (int, float, type(None)), "deadline": (int, float, type(None)), "carry_over": (bool,),
+        "spares": (int,),
     }
     for name, types in expected.items():
         value = getattr(config, name)

@@ -16,6 +16,7 @@ import inspect
 import io
 import json
 import math
+import os
 import re
 import shlex
 import tarfile
@@ -30,6 +31,7 @@ from typing import Any
 from gem_core.core import Env
 from gem_core.errors import GemError
 from gem_core.sandbox.python import Limits, SandboxError
+from gem_core.vector.starts import StartLimit
 
 from gem_envs.terminal import pytest_kit
 from gem_envs.terminal.sandbox import LOGS_DIR, TESTS_DIR, CommandResult, ShellSandbox, TerminalSandbox, tar_archive
@@ -49,6 +51,9 @@ PROMPT = (
     "When the task is done, reply <finish>. You have {max_turns} turns."
 )
 _TAG = re.compile(r"<(/?)(bash|finish)\s*(/?)>", re.IGNORECASE)
+#: How many terminal containers may start at once in one process (each start runs, and may first
+#: build, an image: seconds of CPU and disk); bubblewrap sandboxes start in milliseconds, unlimited.
+CONTAINER_STARTS = StartLimit("terminal containers", at_once=max(2, (os.cpu_count() or 2) // 2))
 _RANDOM_ACTIONS = ("<bash>ls -la</bash>", "<bash>pwd</bash>", "<bash>find . -maxdepth 2 | head -50</bash>",
                    "<bash>head -n 20 *</bash>")
 
@@ -219,6 +224,9 @@ class TerminalEnv(Env):
     whose ``task.toml`` does not turn it off.
     ``base_images`` maps image names (exact, or shell patterns) to local images for building.
 
+    An environment that may run a task in a container declares :data:`CONTAINER_STARTS` as its
+    ``start_limit``, so vector environments start at most that many containers at once.
+
     Rewards: 0 per command; at the end, the weighted fraction of tests passed (a Harbor task's:
     the reward its tests wrote, see :func:`read_reward`), plus :attr:`Reward.FORMAT_ERROR` if the
     episode ended on a malformed action. ``terminated`` after
@@ -259,7 +267,8 @@ class TerminalEnv(Env):
         self.base_images = dict(base_images or {})
         if tasks is None:
             tasks = load_tasks(path, backend, self.network) if path is not None else builtin_tasks()
-        tasks = self._runnable(tasks, single=path is not None and len(tasks) == 1)
+        runnable = self._runnable(tasks, single=path is not None and len(tasks) == 1)
+        tasks = [t for t, _ in runnable]
         self.tasks = [t for t in tasks if difficulty is None or t.difficulty == difficulty]
         if task is not None:
             self.tasks = [t for t in self.tasks if t.name == task]
@@ -267,6 +276,8 @@ class TerminalEnv(Env):
                 raise GemError(f"No terminal task named {task!r}; known: {', '.join(t.name for t in tasks)}.")
         if not self.tasks:
             raise GemError("No terminal task to play: the selection is empty.")
+        chosen = {id(t) for t in self.tasks}
+        self._in_containers = any(backend != "bubblewrap" for t, backend in runnable if id(t) in chosen)
         if max_turns < 1:
             raise GemError(f"max_turns must be at least 1, not {max_turns}.")
         if not 0 < command_timeout <= max_command_timeout:
@@ -280,19 +291,23 @@ class TerminalEnv(Env):
         self._tools: tuple[str, list[str]] = ("", [])  # the episode's test tools: the shell line, and notes
         self.turn, self.done, self.agent_seconds = 0, True, 0.0
 
-    def _runnable(self, tasks: list[TerminalTask], single: bool) -> list[TerminalTask]:
-        """The tasks this backend can run; the others skipped with a warning (raised for one task)."""
+    def _runnable(self, tasks: list[TerminalTask], single: bool) -> list[tuple[TerminalTask, str]]:
+        """The tasks this backend can run, with the backend each runs in; the others skipped with
+        a warning (raised for one task)."""
         kept = []
         for task in tasks:
             try:
-                task.backend(self.backend, self.network)
+                kept.append((task, task.backend(self.backend, self.network)))
             except TaskUnsupportedError as e:
                 if single:
                     raise
                 warnings.warn(f"Skipping terminal task {task.name!r}: {e}", stacklevel=3)
-            else:
-                kept.append(task)
         return kept
+
+    @property
+    def start_limit(self) -> StartLimit | None:  # type: ignore[override]
+        """:data:`CONTAINER_STARTS` when a task may run in a container, else None."""
+        return CONTAINER_STARTS if self._in_containers else None
 
     # --- episode ----------------------------------------------------------------------------
 

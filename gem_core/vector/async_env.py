@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -17,8 +18,10 @@ logger = logging.getLogger("gem_core.vector")
 class AsyncVectorEnv(VectorEnv):
     """Steps its slots at the same time: native-async environments are awaited concurrently,
     blocking ones (``Env.blocking``) run in worker threads, and the others run inline in the
-    caller's thread, paying no thread hop. An environment that does not declare
-    ``blocking`` has its first calls timed to choose (see :mod:`gem_core.vector.execution`)."""
+    caller's thread, paying no thread hop (unless a limit bounds the call: then in a worker
+    thread too). An environment that does not declare ``blocking`` has its first calls timed to
+    choose (see :mod:`gem_core.vector.execution`). Calls begun with :meth:`begin_step` run
+    while the caller goes on."""
 
     concurrent = True
 
@@ -37,9 +40,9 @@ class AsyncVectorEnv(VectorEnv):
             self._probes[slot.index] = Probe()
         self._routes_changed()
 
-    def _step_rows(self, slots: Sequence[int], actions: Sequence[str]) -> list[Row]:
-        if not self._all_inline:
-            return super()._step_rows(slots, actions)
+    def _step_rows(self, slots: Sequence[int], actions: Sequence[str], time_left: Sequence[float | None]) -> list[Row]:
+        if not self._all_inline or any(limit is not None for limit in time_left):
+            return super()._step_rows(slots, actions, time_left)
         rows = []
         for index, action in zip(slots, actions):
             if self._slots[index].route == PROBE:
@@ -49,13 +52,29 @@ class AsyncVectorEnv(VectorEnv):
         return rows
 
     def _execute(self, calls: list[Call]) -> None:
-        self._runner.run(self._jobs(calls), loop=self._loop, timeout=self.step_timeout, inline=self._run_inline)
+        self._runner.run(self._jobs(calls), loop=self._loop, inline=self._run_inline)
 
     async def _aexecute(self, calls: list[Call]) -> None:
-        await self._runner.arun(self._jobs(calls), timeout=self.step_timeout, inline=self._run_inline)
+        await self._runner.arun(self._jobs(calls), inline=self._run_inline)
+
+    def _launch(self, calls: list[Call]) -> None:
+        try:
+            loop = asyncio.get_running_loop()  # begun from a coroutine: native-async calls run on its loop
+        except RuntimeError:
+            loop = self._loop.loop
+        self._runner.launch(self._jobs(calls), self._finished.put, loop=loop, inline=self._run_inline)
 
     def _jobs(self, calls: list[Call]) -> list[Job]:
-        return [(self._slots[c.slot].route, self._slots[c.slot].env, c) for c in calls if not c.finished]  # type: ignore[misc]
+        """``(route, env, call)`` of the calls to run; a call under a limit never runs inline."""
+        jobs = []
+        for call in calls:
+            if call.finished:
+                continue
+            slot = self._slots[call.slot]
+            route = THREAD if call.deadline is not None and slot.route in (INLINE, PROBE) else slot.route
+            call.route = route
+            jobs.append((route, slot.env, call))
+        return jobs  # type: ignore[return-value]
 
     def _run_inline(self, env: Env, call: Call) -> None:
         if self._slots[call.slot].route == PROBE:
@@ -86,6 +105,9 @@ class AsyncVectorEnv(VectorEnv):
 
     def _routes_changed(self) -> None:
         self._all_inline = all(s.route in (INLINE, PROBE) for s in self._slots if s.env is not None)
+
+    def _give_up_call(self, call: Call) -> None:
+        self._runner.give_up(self._slots[call.slot].env, call)
 
     def _stop_execution(self) -> None:
         self._runner.close()

@@ -28,16 +28,30 @@ Info keys the vector environment adds:
 * ``fault`` (dict): the slot's environment failed. ``kind`` is a failure kind of
   :data:`gem_core.episodes.FAILURE_KINDS`: ``"error"`` (it raised), ``"malformed"`` (it returned
   something that is not a transition, a NaN reward included), ``"sandbox"`` (it raised
-  :class:`~gem_core.errors.SandboxFailure`), ``"timeout"`` (it ran past ``step_timeout``) or, in
-  the Ray mode, ``"host_lost"`` (see :mod:`gem_core.vector.ray_env`); ``phase`` is
+  :class:`~gem_core.errors.SandboxFailure`), ``"timeout"`` (it ran past ``step_timeout``),
+  ``"deadline"`` (it ran past the ``time_left`` its caller gave it: its episode's deadline) or,
+  in the Ray mode, ``"host_lost"`` (see :mod:`gem_core.vector.ray_env`); ``phase`` is
   ``"step"`` or ``"reset"``; ``error`` and ``traceback`` describe an error, ``timeout_s`` a
-  timeout. A failed step ends the episode truncated with an empty observation and reward 0. A
+  timeout, ``deadline_s`` the time a call was given. A failed step ends the episode truncated
+  with an empty observation and reward 0. A
   failed reset starts no episode: its row has an empty observation and both flags False (under
   same-step autoreset, the row still ends the finished episode), and ``seed`` names the seed it
   failed with. Either way the slot's next step resets it, ignoring the action, with the slot's
-  next seed (a failed seed is not tried again). An environment that timed out, or failed to
-  reset, is closed and replaced by a fresh one from its factory; one that raised in ``step`` is
-  kept and reset.
+  next seed (a failed seed is not tried again). An environment that timed out (or ran past its
+  deadline), or failed to reset, is closed and replaced by a fresh one from its factory; one that
+  raised in ``step`` is kept and reset. A call given up at its limit has its environment closed
+  at once, while the hung call may still run, so that what it started (sandboxes, containers,
+  processes) ends then.
+
+Limits: ``step_timeout`` (``make_vec``) bounds every call; ``time_left=`` (``step``, ``reset``
+and their async and ``begin_`` forms; a number, or one per slot) bounds one call, for callers that
+keep deadlines (:func:`gem_core.collect_episodes`). A call under a limit never runs in the
+caller's thread: it runs in a worker thread (or is awaited) so that it can be given up.
+
+Calls left in flight: :meth:`VectorEnv.begin_step` and :meth:`VectorEnv.begin_reset` start calls
+and return at once; :meth:`VectorEnv.finished` hands over each slot's row as its call finishes
+(or is given up at its limit), so a slow slot holds back no other. In the async and Ray modes the
+calls run meanwhile; the sync mode runs them as they begin.
 
 A slot whose environment keeps failing can be taken out of service with :meth:`VectorEnv.quarantine`
 (``collect_episodes`` does this); :attr:`VectorEnv.quarantined` reports those slots.
@@ -53,18 +67,20 @@ equal seeds stay equal, which group estimators need).
 from __future__ import annotations
 
 import logging
+import math
 import secrets
+import time
 from collections.abc import Callable, Mapping, Sequence
 from enum import Enum
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Union
 
 import numpy as np
 
 from gem_core.core import BaseEnv, Env, require_single_agent
 from gem_core.errors import GemError
-from gem_core.vector.calls import Call, checked_step, close_quietly, complete, describe_error, run
+from gem_core.vector.calls import Call, checked_step, close_now, close_quietly, complete, describe_error, run
 from gem_core.vector.execution import INLINE
-from gem_core.vector.workers import BackgroundLoop
+from gem_core.vector.workers import BackgroundLoop, Finished
 
 logger = logging.getLogger("gem_core.vector")
 
@@ -76,6 +92,8 @@ FAULT = "fault"
 BatchStep = tuple[list[str], np.ndarray, np.ndarray, np.ndarray, list[dict[str, Any]]]
 BatchReset = tuple[list[str], list[dict[str, Any]]]
 Row = tuple[str, float, bool, bool, dict[str, Any]]
+#: Seconds a call may take: one number for every slot of a call, or one per slot (None: no limit).
+TimeLeft = Union[float, Sequence[Union[float, None]], None]
 
 
 class AutoresetMode(str, Enum):
@@ -139,10 +157,15 @@ class VectorEnv:
         self.num_envs = len(env_fns)
         self._slots = [Slot(i, "", fn) for i, fn in enumerate(env_fns)]
         self._loop = BackgroundLoop(f"gem-vector-loop-{id(self):x}")
+        self._finished: Finished[Call] = Finished()  # calls begun and done, not handed over yet
+        self._in_flight: dict[int, Call] = {}
         self._reset_done = False
         self._closed = False
         #: Slots taken out of service, with what their report says (see :meth:`quarantine`).
         self.quarantined: dict[int, dict[str, Any]] = {}
+        #: The episodes :func:`gem_core.collect_episodes` (``carry_over=True``) left running here,
+        #: which the next collection on this vector environment continues; None when there are none.
+        self.carried: Any = None
         try:
             for slot in self._slots:
                 self._build(slot)
@@ -165,41 +188,110 @@ class VectorEnv:
         """Each slot's current environment (None while one is being replaced)."""
         return [slot.env for slot in self._slots]
 
-    def reset(self, seed: int | Sequence[int] | None = None, indices: Sequence[int] | None = None) -> BatchReset:
+    def reset(self, seed: int | Sequence[int] | None = None, indices: Sequence[int] | None = None, *,
+              time_left: TimeLeft = None) -> BatchReset:
         """Reset every slot (or those in ``indices``) and return ``(observations, infos)``.
 
         ``seed``: None continues each slot's seed sequence (the first call uses
         ``make_vec(seed=...)``); an int ``s`` gives slot ``i`` the seed ``s + i``; a list gives
-        one seed per reset slot. A slot reset mid-episode abandons that episode.
+        one seed per reset slot. A slot reset mid-episode abandons that episode. ``time_left``:
+        seconds each reset may take (see the module documentation).
         """
-        calls = self._plan_reset(seed, indices)
+        calls = self._plan_reset(seed, indices, time_left)
         self._execute(calls)
         return self._finish_reset(calls)
 
-    def step(self, actions: Sequence[str] | Mapping[int, str], indices: Sequence[int] | None = None) -> BatchStep:
+    def step(self, actions: Sequence[str] | Mapping[int, str], indices: Sequence[int] | None = None, *,
+             time_left: TimeLeft = None) -> BatchStep:
         """Step every slot with ``actions`` (one per slot), or only the slots in ``indices``
         (one action each, results in that order); a mapping ``{slot: action}`` also works.
+        ``time_left``: seconds each slot's call may take (see the module documentation).
 
         Returns ``(observations, rewards, terminated, truncated, infos)``.
         """
-        return _batch(self._step_rows(*self._step_args(actions, indices)))
+        slots, actions = self._step_args(actions, indices)
+        return _batch(self._step_rows(slots, actions, self._time_left(time_left, len(slots))))
 
     async def areset(self, seed: int | Sequence[int] | None = None,
-                     indices: Sequence[int] | None = None) -> BatchReset:
+                     indices: Sequence[int] | None = None, *, time_left: TimeLeft = None) -> BatchReset:
         """:meth:`reset` for async callers: native-async environments run on the caller's loop."""
-        calls = self._plan_reset(seed, indices)
+        calls = self._plan_reset(seed, indices, time_left)
         await self._aexecute(calls)
         return self._finish_reset(calls)
 
     async def astep(self, actions: Sequence[str] | Mapping[int, str],
-                    indices: Sequence[int] | None = None) -> BatchStep:
+                    indices: Sequence[int] | None = None, *, time_left: TimeLeft = None) -> BatchStep:
         """:meth:`step` for async callers: native-async environments run on the caller's loop;
-        threaded calls (blocking environments in async mode, any with ``step_timeout``) are
-        awaited without blocking the loop."""
+        threaded calls (blocking environments in async mode, any under a limit) are awaited
+        without blocking the loop."""
         slots, actions = self._step_args(actions, indices)
-        calls = [self._step_call(i, action) for i, action in zip(slots, actions)]
+        limits = self._time_left(time_left, len(slots))
+        calls = [self._step_call(i, action, t) for i, action, t in zip(slots, actions, limits)]
         await self._aexecute(calls)
         return _batch([self._row(call) for call in calls])
+
+    def begin_step(self, actions: Sequence[str] | Mapping[int, str], indices: Sequence[int] | None = None, *,
+                   time_left: TimeLeft = None) -> None:
+        """Start stepping slots as :meth:`step` does, and return at once; :meth:`finished` hands
+        over each slot's row when its call is done. A slot with a call in flight cannot be
+        stepped or reset again until then."""
+        slots, actions = self._step_args(actions, indices)
+        limits = self._time_left(time_left, len(slots))
+        self._set_off([self._step_call(i, action, t) for i, action, t in zip(slots, actions, limits)])
+
+    def begin_reset(self, seed: int | Sequence[int] | None = None, indices: Sequence[int] | None = None, *,
+                    time_left: TimeLeft = None) -> None:
+        """Start resetting slots as :meth:`reset` does, and return at once; :meth:`finished`
+        hands over each slot's row (step-shaped: the first observation, reward 0, both flags
+        False, the reset info with ``episode_seed``; or a ``fault``) when its reset is done."""
+        self._set_off(self._plan_reset(seed, indices, time_left))
+
+    def finished(self, timeout: float | None = None) -> list[tuple[int, Row]]:
+        """``(slot, row)`` of every call begun with :meth:`begin_step` or :meth:`begin_reset`
+        that is done (finished, or given up at its limit) and not handed over yet; waits up to
+        ``timeout`` seconds (None: as long as it takes) for the first when none is done. Returns
+        at once, empty, when no call is in flight."""
+        if not self._in_flight:
+            return []
+        return self._hand_over(self._finished.take(timeout))
+
+    async def afinished(self, timeout: float | None = None) -> list[tuple[int, Row]]:
+        """:meth:`finished` without blocking the running event loop."""
+        if not self._in_flight:
+            return []
+        return self._hand_over(await self._finished.atake(timeout))
+
+    def cancel(self, indices: Sequence[int]) -> None:
+        """Give up now the calls in flight of ``indices`` (slots without one are left alone), as
+        if their limit had passed: their environments are closed at once and replaced, and
+        :meth:`finished` never hands over their rows."""
+        for index in self._indices(indices):
+            call = self._in_flight.pop(index, None)
+            if call is None:
+                continue
+            self._give_up_call(call)
+            if call.timed_out:
+                self._fault(call)
+
+    def retire(self, indices: Sequence[int]) -> None:
+        """Close the environments of ``indices`` (idle slots: no call in flight) and replace each
+        with a fresh one from its factory; a slot's next call resets it, whatever it was given.
+        Used when an episode is abandoned (its deadline passed), so that nothing it started goes
+        on."""
+        slots = self._usable(self._indices(indices))
+        self._check_idle(slots)
+        for index in slots:
+            slot = self._slots[index]
+            if slot.env is not None:
+                close_quietly(slot.env)
+                slot.env = None
+            slot.needs_reset = True
+
+    @property
+    def in_flight(self) -> list[int]:
+        """The slots whose call (begun with :meth:`begin_step` or :meth:`begin_reset`) is not
+        handed over yet."""
+        return sorted(self._in_flight)
 
     def run_coroutine(self, coroutine: Any, timeout: float | None = None) -> Any:
         """Run a coroutine on the event loop that :meth:`step` uses for native-async
@@ -264,20 +356,59 @@ class VectorEnv:
         """:meth:`_execute` from a coroutine."""
         raise NotImplementedError
 
-    def _step_rows(self, slots: Sequence[int], actions: Sequence[str]) -> list[Row]:
-        """Step ``slots`` with ``actions`` (checked) and return their rows."""
-        calls = [self._step_call(i, action) for i, action in zip(slots, actions)]
+    def _step_rows(self, slots: Sequence[int], actions: Sequence[str], time_left: Sequence[float | None]) -> list[Row]:
+        """Step ``slots`` with ``actions`` (checked), each call within its ``time_left``, and
+        return their rows."""
+        calls = [self._step_call(i, action, t) for i, action, t in zip(slots, actions, time_left)]
         self._execute(calls)
         return [self._row(call) for call in calls]
+
+    def _launch(self, calls: list[Call]) -> None:
+        """Start ``calls`` (skipping finished ones) and hand each to ``self._finished`` when it is
+        done. This default runs them before returning (the sync mode)."""
+        self._execute(calls)
+        for call in calls:
+            self._finished.put(call)
 
     def _stop_execution(self) -> None:
         """Release what runs the calls (threads), as the vector environment closes."""
 
+    def _give_up_call(self, call: Call) -> None:
+        """Give up a call in flight now (:meth:`cancel`)."""
+        call.give_up()
+
+    # ---- calls left in flight -------------------------------------------------------------
+
+    def _set_off(self, calls: list[Call]) -> None:
+        for call in calls:
+            self._in_flight[call.slot] = call
+        finished = [call for call in calls if call.finished]  # never started (no environment, no time left)
+        for call in finished:
+            self._finished.put(call)
+        self._launch([call for call in calls if not call.finished])
+
+    def _hand_over(self, calls: list[Call]) -> list[tuple[int, Row]]:
+        rows = []
+        for call in calls:
+            if self._in_flight.get(call.slot) is not call:  # a call of a slot closed or quarantined meanwhile
+                continue
+            del self._in_flight[call.slot]
+            rows.append((call.slot, self._row(call)))
+        return rows
+
+    def _check_idle(self, slots: Sequence[int]) -> None:
+        busy = [i for i in slots if i in self._in_flight]
+        if busy:
+            raise GemError(f"Slot {busy[0]} has a call in flight (begin_step/begin_reset); take its row with "
+                           "finished() before calling it again.")
+
     # ---- planning ---------------------------------------------------------------------------
 
-    def _plan_reset(self, seed: int | Sequence[int] | None, indices: Sequence[int] | None) -> list[Call]:
+    def _plan_reset(self, seed: int | Sequence[int] | None, indices: Sequence[int] | None,
+                    time_left: TimeLeft = None) -> list[Call]:
         self._check_open()
         slots = self._usable(self._indices(indices))
+        self._check_idle(slots)
         if seed is None:
             seeds = [self._slots[i].next_seed for i in slots]
         elif isinstance(seed, int) and not isinstance(seed, bool):
@@ -288,7 +419,8 @@ class VectorEnv:
             seeds = list(seed)
         else:
             raise GemError(f"seed must be None, an int or a list of ints, got {seed!r}.")
-        calls = [self._call(i, None, s) for i, s in zip(slots, seeds)]
+        limits = self._time_left(time_left, len(slots))
+        calls = [self._call(i, None, s, t) for i, s, t in zip(slots, seeds, limits)]
         self._reset_done = True
         return calls
 
@@ -305,6 +437,7 @@ class VectorEnv:
         if isinstance(actions, str) or not isinstance(actions, Sequence):
             raise GemError(f"actions must be a list of strings (one per slot), got {type(actions).__name__}.")
         slots = self._usable(self._indices(indices))
+        self._check_idle(slots)
         if len(actions) != len(slots):
             where = f"the {len(slots)} slots in indices" if indices is not None else f"{self.num_envs} slots"
             raise GemError(f"step() got {len(actions)} actions for {where}; give one action per slot.")
@@ -314,10 +447,28 @@ class VectorEnv:
                     raise GemError(f"The action for slot {i} is {type(action).__name__}, not a string.")
         return slots, actions
 
-    def _step_call(self, index: int, action: str) -> Call:
+    def _step_call(self, index: int, action: str, time_left: float | None = None) -> Call:
         """The call that steps slot ``index``: a lone reset if its episode needs one."""
         slot = self._slots[index]
-        return self._call(index, None if slot.needs_reset else action, slot.next_seed)
+        return self._call(index, None if slot.needs_reset else action, slot.next_seed, time_left)
+
+    def _time_left(self, time_left: TimeLeft, count: int) -> list[float | None]:
+        """``time_left`` as one checked limit per call."""
+        if time_left is None:
+            return [None] * count
+        if isinstance(time_left, (int, float)) and not isinstance(time_left, bool):
+            limits: list[Any] = [time_left] * count
+        elif isinstance(time_left, Sequence) and not isinstance(time_left, (str, bytes)):
+            if len(time_left) != count:
+                raise GemError(f"time_left has {len(time_left)} entries for {count} slots; give one per slot.")
+            limits = list(time_left)
+        else:
+            raise GemError(f"time_left must be seconds (a number, or one per slot), got {time_left!r}.")
+        for limit in limits:
+            if limit is not None and (isinstance(limit, bool) or not isinstance(limit, (int, float))
+                                      or math.isnan(limit)):
+                raise GemError(f"time_left must be seconds (numbers or None), got {limit!r}.")
+        return [None if limit is None else float(limit) for limit in limits]
 
     def _step_inline(self, index: int, action: str) -> Row:
         """Step slot ``index`` in the caller's thread and return its row.
@@ -344,9 +495,13 @@ class VectorEnv:
         complete(env, call, outcome)
         return self._row(call)
 
-    def _call(self, index: int, action: str | None, seed: int) -> Call:
+    def _call(self, index: int, action: str | None, seed: int, time_left: float | None = None) -> Call:
         slot = self._slots[index]
         call = Call(index, action, seed, self.autoreset is AutoresetMode.SAME_STEP)
+        call.bound(time.monotonic(), self.step_timeout, time_left)
+        if time_left is not None and time_left <= 0:  # no time left: the call never starts
+            call.timed_out = call.finished = True
+            return call
         if slot.env is None:
             try:
                 self._build(slot)
@@ -443,12 +598,14 @@ class VectorEnv:
         slot = self._slots[call.slot]
         slot.needs_reset = True
         if call.timed_out:
-            fault: dict[str, Any] = {"kind": "timeout", "phase": call.phase, "timeout_s": self.step_timeout}
+            fault: dict[str, Any] = {"kind": call.limit or "timeout", "phase": call.phase}
+            fault["timeout_s" if fault["kind"] == "timeout" else "deadline_s"] = call.limit_s
             env, slot.env = slot.env, None
-            if env is not None and not call.left_running:  # else its worker thread closes it
-                close_quietly(env)
-            logger.warning("Slot %d (%s): %s timed out after %.3g s; its episode ends and the "
-                           "environment is replaced.", slot.index, slot.env_id, call.phase, self.step_timeout)
+            if env is not None and not call.env_closed:
+                (close_now if call.left_running else close_quietly)(env)
+            logger.warning("Slot %d (%s): %s ran past its %s (%.3g s); its episode ends and the "
+                           "environment is replaced.", slot.index, slot.env_id, call.phase,
+                           "step_timeout" if fault["kind"] == "timeout" else "deadline", call.limit_s or 0.0)
         else:
             error, trace = describe_error(call.error)  # type: ignore[arg-type]
             kind = getattr(call.error, "failure_kind", "error")

@@ -11,13 +11,16 @@ A slot's *route* is one of:
   (:data:`PROBE_WAIT_S` or more per call blocked beyond its CPU time), else ``"inline"``.
   ``gem serve``'s sessions follow the same rule.
 
-:class:`Runner` runs one batch of calls at the same time along their routes, and abandons those
-still running after the timeout.
+:class:`Runner` runs calls at the same time along their routes, and gives each up at its
+deadline (``step_timeout``, or the deadline its episode or collection set).
 """
 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
+import functools
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -28,8 +31,8 @@ except ImportError:  # Windows
     resource = None  # type: ignore[assignment]
 
 from gem_core.core import BaseEnv, Env, Wrapper, wrapper_stack
-from gem_core.vector.calls import Call, arun, close_quietly, run
-from gem_core.vector.workers import BackgroundLoop, Countdown, WorkerPool
+from gem_core.vector.calls import Call, arun, close_now, run
+from gem_core.vector.workers import BackgroundLoop, Countdown, Watchdog, WorkerPool
 
 INLINE, THREAD, AWAIT, PROBE = "inline", "thread", "await", "probe"
 PROBE_CALLS = 3  # calls timed before a probed environment's route is settled
@@ -129,16 +132,26 @@ def _times_blocked() -> int | None:
 
 
 class Runner:
-    """Runs a batch of calls at the same time: threaded ones on a pool of worker threads (grown to
-    the batch's needs), awaited ones on an event loop, the others in the caller's thread meanwhile.
-    A call still running after the timeout is marked ``timed_out``; a worker thread stuck in one is
-    replaced at once, and closes that call's environment when the call returns."""
+    """Runs calls at the same time: threaded ones on a pool of worker threads (grown to the
+    calls' needs), awaited ones on an event loop, the others in the caller's thread meanwhile.
+
+    Each call is given up at its own ``deadline`` (see :class:`~gem_core.vector.calls.Call`):
+    marked ``timed_out``, its worker thread replaced at once, and its environment closed at once
+    (in a thread of its own, while the hung call may still run), so that whatever the environment
+    started (sandboxes, containers) ends now; an awaited call is cancelled.
+
+    :meth:`run` and :meth:`arun` return once every call of a batch has finished or been given up;
+    :meth:`launch` starts calls and returns at once, handing each to ``done`` when it finishes (a
+    :class:`~gem_core.vector.workers.Watchdog` gives it up at its deadline meanwhile).
+    """
 
     def __init__(self, name: str):
         self._pool = WorkerPool(name)
+        self._watchdog = Watchdog(f"{name}-watchdog")
+        self._lock = threading.Lock()
+        self._launched_threads = 0  # threaded calls launched and still running
 
-    def run(self, jobs: list[Job], *, loop: BackgroundLoop, timeout: float | None,
-            inline: Callable[[Env, Call], None] = run) -> None:
+    def run(self, jobs: list[Job], *, loop: BackgroundLoop, inline: Callable[[Env, Call], None] = run) -> None:
         """Run ``jobs`` from a synchronous caller; awaited ones on ``loop``."""
         threaded, awaited, here = _split(jobs)
         if not threaded and not awaited:
@@ -147,16 +160,15 @@ class Runner:
             return
         countdown = Countdown(len(threaded))
         self._submit(threaded, countdown.count_down)
-        pending = loop.submit(_await_all(awaited, timeout)) if awaited else None
+        pending = loop.submit(_await_all(awaited)) if awaited else None
         for env, call in here:
             inline(env, call)
-        if threaded and not countdown.wait(timeout):
-            self._give_up(threaded)
+        while threaded and not countdown.wait(_time_to_nearest(threaded)):
+            self._give_up_expired(threaded, countdown.count_down)
         if pending is not None:
             pending.result()
 
-    async def arun(self, jobs: list[Job], *, timeout: float | None,
-                   inline: Callable[[Env, Call], None] = run) -> None:
+    async def arun(self, jobs: list[Job], *, inline: Callable[[Env, Call], None] = run) -> None:
         """Run ``jobs`` from a coroutine; awaited ones on the caller's loop, and threaded ones
         waited for without blocking it."""
         threaded, awaited, here = _split(jobs)
@@ -164,20 +176,53 @@ class Runner:
         all_threaded_done = loop.create_future()  # one wake-up of the loop, not one per call
         countdown = Countdown(len(threaded), lambda: loop.call_soon_threadsafe(_resolve, all_threaded_done))
         self._submit(threaded, countdown.count_down)
-        awaiting = asyncio.ensure_future(_await_all(awaited, timeout)) if awaited else None
+        awaiting = asyncio.ensure_future(_await_all(awaited)) if awaited else None
         for env, call in here:
             inline(env, call)
-        if threaded:
-            done, _ = await asyncio.wait({all_threaded_done}, timeout=timeout)
-            if not done:
-                all_threaded_done.cancel()
-                self._give_up(threaded)
+        while threaded:
+            done, _ = await asyncio.wait({all_threaded_done}, timeout=_time_to_nearest(threaded))
+            if done:
+                break
+            self._give_up_expired(threaded, countdown.count_down)
         if awaiting is not None:
             await awaiting
 
+    def launch(self, jobs: list[Job], done: Callable[[Call], None], *, loop: asyncio.AbstractEventLoop,
+               inline: Callable[[Env, Call], None] = run) -> None:
+        """Start ``jobs`` and return: threaded ones on the pool, awaited ones on ``loop`` (which
+        may be the caller's own), inline ones now. ``done(call)`` is called once per call, from
+        whichever thread finished it or gave up on it."""
+        threaded, awaited, here = _split(jobs)
+        if threaded:
+            with self._lock:
+                self._launched_threads += len(threaded)
+                wanted = self._launched_threads
+            self._pool.ensure(wanted)
+            for env, call in threaded:
+                self._pool.submit(_work(env, call, functools.partial(self._launched_done, done, call)))
+                if call.deadline is not None:
+                    self._watchdog.at(call.deadline, functools.partial(self._expire_thread, env, call, done))
+        for env, call in awaited:
+            task = call.task = asyncio.run_coroutine_threadsafe(_awaited_then(env, call, done), loop)
+            if call.deadline is not None:
+                self._watchdog.at(call.deadline, functools.partial(_expire_task, call, task, done))
+        for env, call in here:
+            inline(env, call)
+            done(call)
+
+    def give_up(self, env: Env | None, call: Call) -> None:
+        """Give up a call started with :meth:`launch` now (whoever finishes it, no one is told)."""
+        if call.route == THREAD:
+            if env is not None and self._give_up(env, call):
+                with self._lock:
+                    self._launched_threads -= 1
+        elif call.give_up() and call.task is not None:
+            call.task.cancel()
+
     def close(self) -> None:
-        """Stop the worker threads once they are idle."""
+        """Stop the worker threads once they are idle, and the watchdog."""
         self._pool.close()
+        self._watchdog.close()
 
     def _submit(self, threaded: list[tuple[Env, Call]], done: Callable[[], Any]) -> None:
         if threaded:
@@ -185,11 +230,47 @@ class Runner:
         for env, call in threaded:
             self._pool.submit(_work(env, call, done))
 
-    def _give_up(self, threaded: list[tuple[Env, Call]]) -> None:
-        for _, call in threaded:
-            if call.settle("waiter"):
-                call.timed_out = True
-                self._pool.replace_one()
+    def _give_up_expired(self, threaded: list[tuple[Env, Call]], done: Callable[[], Any]) -> None:
+        now = time.monotonic()
+        for env, call in threaded:
+            if call.deadline is not None and call.deadline <= now and self._give_up(env, call):
+                done()
+
+    def _give_up(self, env: Env, call: Call) -> bool:
+        """Give up on a threaded call: replace its worker thread and close its environment now."""
+        if not call.give_up():
+            return False
+        self._pool.replace_one()
+        call.env_closed = True
+        close_now(env)
+        return True
+
+    def _launched_done(self, done: Callable[[Call], None], call: Call) -> None:
+        with self._lock:
+            self._launched_threads -= 1
+        done(call)
+
+    def _expire_thread(self, env: Env, call: Call, done: Callable[[Call], None]) -> None:
+        if self._give_up(env, call):
+            self._launched_done(done, call)
+
+
+def _time_to_nearest(threaded: list[tuple[Env, Call]]) -> float | None:
+    """Seconds until the nearest deadline of the calls still running (None: none has one)."""
+    deadlines = [call.deadline for _, call in threaded if call.deadline is not None and not call.settled]
+    return max(0.0, min(deadlines) - time.monotonic()) if deadlines else None
+
+
+async def _awaited_then(env: Env, call: Call, done: Callable[[Call], None]) -> None:
+    await arun(env, call)
+    if call.settle("worker"):
+        done(call)
+
+
+def _expire_task(call: Call, task: concurrent.futures.Future[None], done: Callable[[Call], None]) -> None:
+    if call.give_up():
+        task.cancel()
+        done(call)
 
 
 def _split(jobs: list[Job]) -> tuple[list[tuple[Env, Call]], list[tuple[Env, Call]], list[tuple[Env, Call]]]:
@@ -201,7 +282,7 @@ def _split(jobs: list[Job]) -> tuple[list[tuple[Env, Call]], list[tuple[Env, Cal
 
 def _work(env: Env, call: Call, done: Callable[[], Any]) -> Callable[[], bool]:
     """A worker thread's share of one call: True when the waiter gave up on it meanwhile (its
-    thread was replaced and leaves the pool)."""
+    thread was replaced and leaves the pool; its environment was closed as it gave up)."""
 
     def work() -> bool:
         run(env, call)
@@ -211,19 +292,26 @@ def _work(env: Env, call: Call, done: Callable[[], Any]) -> Callable[[], bool]:
             except RuntimeError:  # the waiting event loop is closed: nobody waits any more
                 pass
             return False
-        close_quietly(env)  # the slot dropped this environment
         return True
 
     return work
 
 
-async def _await_all(awaited: list[tuple[Env, Call]], timeout: float | None) -> None:
-    tasks = [asyncio.ensure_future(arun(env, call)) for env, call in awaited]
-    _, pending = await asyncio.wait(tasks, timeout=timeout)
-    for (_, call), task in zip(awaited, tasks):
-        if task in pending:
-            call.timed_out = True
-            task.cancel()
+async def _await_all(awaited: list[tuple[Env, Call]]) -> None:
+    """Await the calls together, each until its own deadline (then it is cancelled)."""
+    tasks = {asyncio.ensure_future(arun(env, call)): call for env, call in awaited}
+    pending = set(tasks)
+    while pending:
+        deadlines = [tasks[task].deadline for task in pending if tasks[task].deadline is not None]
+        timeout = max(0.0, min(deadlines) - time.monotonic()) if deadlines else None
+        _, pending = await asyncio.wait(pending, timeout=timeout)
+        now = time.monotonic()
+        for task in list(pending):
+            call = tasks[task]
+            if call.deadline is not None and call.deadline <= now:
+                call.timed_out = True
+                task.cancel()
+                pending.discard(task)
 
 
 def _resolve(waiter: asyncio.Future[None]) -> None:

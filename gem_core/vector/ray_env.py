@@ -3,7 +3,15 @@
 The vector environment's contract is the sync and async modes' (see :mod:`gem_core.vector.base`):
 this process keeps every slot's seeds and autoreset state, and each step sends one batch per host
 (the calls of the slots placed there) and waits for all of them, within ``step_timeout`` plus the
-pool's ``call_timeout``.
+pool's ``call_timeout``. Calls begun with ``begin_step``/``begin_reset`` go to their hosts as a
+streaming task each, which hands every call's outcome back as it finishes, so a slow slot holds
+back no other.
+
+Deadlines (``time_left``): the host gives a call up at its deadline as the in-process modes do
+(its environment closed at once, its worker thread replaced) and answers. A host that has not
+answered :data:`DEADLINE_GRACE_S` seconds after the deadlines of the calls it holds has its task
+cancelled: those calls end with a fault of kind ``"deadline"``, and their slots' environments are
+built afresh on their next call (the host closes the old ones then).
 
 A lost host (its process or node died, or it stayed silent past that limit) loses no slot: each
 call that was in flight there ends with a fault of kind ``"host_lost"`` (``host`` names where it
@@ -24,6 +32,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 import uuid
 from collections.abc import Sequence
 from typing import Any
@@ -37,6 +46,9 @@ from gem_core.vector.ray_pool import RayPool, import_ray
 logger = logging.getLogger("gem_core.vector")
 
 HOST_LOST = "host_lost"
+#: Seconds past its calls' deadlines that a host may take to answer before its task is cancelled
+#: (at most the pool's ``call_timeout``).
+DEADLINE_GRACE_S = 5.0
 
 
 class _Reported(Exception):
@@ -75,6 +87,7 @@ class RayVectorEnv(VectorEnv):
         self._host_of: list[int] = [0] * self.num_envs
         self._placed: set[int] = set()  # slots whose current host has their recipe
         self._starting: list[tuple[Any, Any]] = []  # (actor, its describe() reply) of hosts replacing lost ones
+        self._losses: list[tuple[int, str]] = []  # hosts found lost by a stream, for this thread to handle
         try:
             self._start_hosts()
         except BaseException:
@@ -106,6 +119,18 @@ class RayVectorEnv(VectorEnv):
             host.actor.drop.remote(self._lease, [index])  # fire and forget: nothing waits on it
         self._placed.discard(index)
 
+    def retire(self, indices: Sequence[int]) -> None:
+        super().retire(indices)
+        for index in self._indices(indices):
+            host = self._hosts[self._host_of[index]]
+            if host.alive and index in self._placed:
+                host.actor.retire.remote(self._lease, [index])  # fire and forget; rebuilt at the next call
+            self._placed.discard(index)
+
+    def _give_up_call(self, call: Call) -> None:
+        call.give_up()  # its host's answer, when it comes, is dropped
+        self._placed.discard(call.slot)
+
     def close(self) -> None:
         if getattr(self, "_closed", True):
             return
@@ -127,25 +152,40 @@ class RayVectorEnv(VectorEnv):
     def _build(self, slot: Slot) -> None:
         slot.env, slot.route = None, "remote"
 
-    def _call(self, index: int, action: str | None, seed: int) -> Call:
-        return Call(index, action, seed, self.autoreset is AutoresetMode.SAME_STEP)
+    def _call(self, index: int, action: str | None, seed: int, time_left: float | None = None) -> Call:
+        call = Call(index, action, seed, self.autoreset is AutoresetMode.SAME_STEP)
+        call.bound(time.monotonic(), self.step_timeout, time_left)
+        if time_left is not None and time_left <= 0:
+            call.timed_out = call.finished = True
+        return call
 
     def _execute(self, calls: list[Call]) -> None:
-        sent = self._send(calls)
+        sent = self._send([call for call in calls if not call.finished])
         refs = [ref for ref, _ in sent.values()]
-        ready = self._ray.wait(refs, num_returns=len(refs), timeout=self._wait_s())[0] if refs else []
+        ready = self._ray.wait(refs, num_returns=len(refs), timeout=self._wait_s(calls))[0] if refs else []
         self._receive(sent, set(ready))
 
     async def _aexecute(self, calls: list[Call]) -> None:
-        sent = self._send(calls)
+        sent = self._send([call for call in calls if not call.finished])
         futures = {asyncio.wrap_future(ref.future()): ref for ref, _ in sent.values()}
         done: set[Any] = set()
         if futures:
-            done, _ = await asyncio.wait(set(futures), timeout=self._wait_s())
+            done, _ = await asyncio.wait(set(futures), timeout=self._wait_s(calls))
         self._receive(sent, {futures[f] for f in done})
+
+    def _launch(self, calls: list[Call]) -> None:
+        for host, (stream, batch) in self._send(calls, streaming=True).items():
+            self._loop.submit(self._consume(host, stream, batch))
+
+    def _hand_over(self, calls: list[Call]) -> list[tuple[int, Any]]:
+        while self._losses:
+            self._lose(*self._losses.pop(0))
+        return super()._hand_over(calls)
 
     def _fault(self, call: Call) -> dict[str, Any] | None:
         if not isinstance(call.error, _Reported):
+            if call.timed_out:  # given up here, not by its host: build it afresh there
+                self._placed.discard(call.slot)
             return super()._fault(call)
         slot = self._slots[call.slot]
         slot.needs_reset = True
@@ -193,11 +233,21 @@ class RayVectorEnv(VectorEnv):
         except ray.exceptions.GetTimeoutError:
             raise GemError(f"The environment hosts did not answer within {self.pool.start_timeout:g} s.") from None
 
-    def _wait_s(self) -> float:
-        return (self.step_timeout or 0.0) + self.pool.call_timeout
+    def _wait_s(self, calls: Sequence[Call]) -> float:
+        """How long to wait for the hosts' answers to ``calls``: past each call's deadline by
+        :data:`DEADLINE_GRACE_S`, or by ``call_timeout`` beyond ``step_timeout``."""
+        now = time.monotonic()
+        waits = [self._answer_by(call) - now for call in calls if not call.finished]
+        return max(0.0, max(waits, default=0.0))
 
-    def _send(self, calls: list[Call]) -> dict[int, tuple[Any, list[Call]]]:
-        """One batch per host: ``{host: (object ref of its outcomes, its calls)}``."""
+    def _answer_by(self, call: Call) -> float:
+        """When a host must have answered for ``call``."""
+        if call.limit == "deadline":
+            return call.deadline + min(DEADLINE_GRACE_S, self.pool.call_timeout)  # type: ignore[operator]
+        return time.monotonic() + (self.step_timeout or 0.0) + self.pool.call_timeout
+
+    def _send(self, calls: list[Call], streaming: bool = False) -> dict[int, tuple[Any, list[Call]]]:
+        """One batch per host: ``{host: (object ref of its outcomes, or their stream, its calls)}``."""
         if self._starting:
             self._adopt_started_hosts()
         self._spread([call.slot for call in calls if call.action is None])
@@ -205,20 +255,85 @@ class RayVectorEnv(VectorEnv):
         for call in calls:
             batches.setdefault(self._host_of[call.slot], []).append(call)
         sent = {}
+        now = time.monotonic()
         for host, batch in batches.items():
             requests = []
             for call in batch:
                 recipe = None if call.slot in self._placed else self._recipes[call.slot]
-                requests.append((call.slot, call.action, call.seed, call.reset_after_end, recipe))
-            sent[host] = (self._hosts[host].actor.run.remote(self._lease, requests), batch)
+                time_left = call.deadline - now if call.limit == "deadline" else None  # type: ignore[operator]
+                requests.append((call.slot, call.action, call.seed, call.reset_after_end, recipe, time_left))
+            actor = self._hosts[host].actor
+            task = (actor.stream if streaming else actor.run).remote(self._lease, requests)
+            sent[host] = (task, batch)
         return sent
+
+    async def _consume(self, host: int, stream: Any, batch: list[Call]) -> None:
+        """Hand over the outcomes of one host's streamed batch as they come (on the background
+        loop); a host silent past its calls' limits has its task cancelled, or is lost."""
+        ray = self._ray
+        waiting = {k: call for k, call in enumerate(batch)}
+        try:
+            while waiting:
+                answer_by = max(self._answer_by(call) for call in waiting.values())
+                try:
+                    ref = await asyncio.wait_for(stream.__anext__(), max(0.0, answer_by - time.monotonic()))
+                    part = await ref
+                except StopAsyncIteration:
+                    raise GemError("the host's stream ended early") from None
+                for position, outcome in part:
+                    call = waiting.pop(position)
+                    self._fill(call, outcome)
+                    self._finished.put(call)
+        except asyncio.TimeoutError:
+            if all(call.limit == "deadline" for call in waiting.values()):
+                ray.cancel(stream)
+                for call in waiting.values():
+                    if call.give_up():
+                        self._finished.put(call)
+                return
+            self._stream_lost(host, list(waiting.values()), f"no answer within {self.pool.call_timeout:g} s")
+        except ray.exceptions.RayTaskError as e:  # the host ran, and raised: a defect, not a loss
+            for call in waiting.values():
+                call.fail(_cause(e))
+                self._finished.put(call)
+        except Exception as e:  # the host died
+            self._stream_lost(host, list(waiting.values()),
+                              f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
+
+    def _stream_lost(self, host: int, calls: list[Call], reason: str) -> None:
+        self._losses.append((host, reason))
+        for call in calls:
+            self._lost_call(call, host, reason)
+            self._finished.put(call)
+
+    def _fill(self, call: Call, outcome: Outcome) -> None:
+        phase, step_result, reset_result, fault = outcome
+        call.phase, call.step_result, call.reset_result = phase, step_result, reset_result
+        if fault is not None:
+            call.error = _Reported(fault)
+        call.finished = True
+        if not call.left_running:  # (a call given up here has its slot built afresh)
+            self._placed.add(call.slot)
+
+    def _lost_call(self, call: Call, host: int, reason: str) -> None:
+        fault = {"kind": HOST_LOST, "phase": call.phase, "host": self._hosts[host].where, "error": reason}
+        if call.phase == "reset":
+            fault["seed"] = call.seed
+        call.error = _Reported(fault)
+        call.finished = True
 
     def _receive(self, sent: dict[int, tuple[Any, list[Call]]], ready: set[Any]) -> None:
         ray = self._ray
         lost: list[tuple[int, list[Call], str]] = []
         for host, (ref, batch) in sent.items():
             if ref not in ready:
-                lost.append((host, batch, f"no answer within {self._wait_s():g} s"))
+                if all(call.limit == "deadline" for call in batch):  # late past the deadlines: cancel, not lose
+                    ray.cancel(ref)
+                    for call in batch:
+                        call.give_up()
+                        call.finished = True
+                    continue
+                lost.append((host, batch, f"no answer within {self.pool.call_timeout:g} s"))
                 continue
             try:
                 outcomes: list[Outcome] = ray.get(ref, timeout=self.pool.call_timeout)
@@ -227,20 +342,12 @@ class RayVectorEnv(VectorEnv):
             except (ray.exceptions.RayError, ray.exceptions.GetTimeoutError) as e:  # the host died
                 lost.append((host, batch, f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"))
                 continue
-            for call, (phase, step_result, reset_result, fault) in zip(batch, outcomes):
-                call.phase, call.step_result, call.reset_result = phase, step_result, reset_result
-                if fault is not None:
-                    call.error = _Reported(fault)
-                call.finished = True
-                self._placed.add(call.slot)
+            for call, outcome in zip(batch, outcomes):
+                self._fill(call, outcome)
         for host, batch, reason in lost:
             self._lose(host, reason)
             for call in batch:
-                fault = {"kind": HOST_LOST, "phase": call.phase, "host": self._hosts[host].where, "error": reason}
-                if call.phase == "reset":
-                    fault["seed"] = call.seed
-                call.error = _Reported(fault)
-                call.finished = True
+                self._lost_call(call, host, reason)
 
     def _lose(self, host: int, reason: str) -> None:
         """Take a host out of service, move its slots to the live hosts (fewest slots first) and,

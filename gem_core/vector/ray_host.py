@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import functools
 import threading
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,7 +22,8 @@ from gem_core.core import Env
 from gem_core.errors import GemError, UnknownEnvError
 from gem_core.vector.async_env import AsyncVectorEnv
 from gem_core.vector.base import Slot
-from gem_core.vector.calls import Call, close_quietly
+from gem_core.vector.calls import Call, close_now, close_quietly
+from gem_core.vector.workers import Finished
 
 
 @dataclass(frozen=True)
@@ -72,20 +74,24 @@ MAX_CONCURRENT_LEASES = 64
 
 #: What a host sends back for one call: ``(phase, step_result, reset_result, fault)``.
 Outcome = tuple[str, Any, Any, "dict[str, Any] | None"]
-#: What a host is sent for one call: ``(slot, action, seed, reset_after_end, recipe or None)``.
-Request = tuple[int, "str | None", int, bool, "EnvRecipe | None"]
+#: What a host is sent for one call: ``(slot, action, seed, reset_after_end, recipe or None,
+#: time_left or None)``; ``time_left`` is seconds, measured on the host's clock from when the
+#: batch arrives.
+Request = tuple[int, "str | None", int, bool, "EnvRecipe | None", "float | None"]
 
 
 class LeasedSlots(AsyncVectorEnv):
     """One lease's slots on a host: the async mode's executor and fault handling, without its
     seeds and autoreset (the driver keeps those). Slots are numbered as in the driver's vector
-    environment; only those placed on this host are ever built."""
+    environment; only those placed on this host are ever built. Several batches of one lease
+    may run at once (on different slots), each in an actor thread of its own."""
 
     def __init__(self, num_envs: int, step_timeout: float | None):
         self._opening = True
         super().__init__([_unplaced] * num_envs, env_ids=[""] * num_envs, step_timeout=step_timeout)
         self._opening = False
         self._reset_done = True  # the driver resets
+        self._lock = threading.Lock()  # the slots' bookkeeping, across the batches running at once
 
     def _build(self, slot: Slot) -> None:
         if not self._opening:  # environments are built at a slot's first call
@@ -93,25 +99,54 @@ class LeasedSlots(AsyncVectorEnv):
 
     def run(self, requests: Sequence[Request]) -> list[Outcome]:
         """Run one batch of calls concurrently; return each call's outcome in order."""
-        calls = []
-        for index, action, seed, reset_after_end, recipe in requests:
-            slot = self._slots[index]
-            if recipe is not None:  # the slot is (re)placed here: build afresh from its recipe
-                if slot.env is not None:
-                    close_quietly(slot.env)
-                    slot.env = None
-                slot.factory, slot.env_id = recipe.build, recipe.env_id
-            call = Call(index, action, seed, reset_after_end)
-            if slot.env is None:
-                try:
-                    self._build(slot)
-                except Exception as e:
-                    call.fail(e)
-            calls.append(call)
+        calls = self._calls(requests)
         self._execute(calls)
+        return [self._outcome(call) for call in calls]
+
+    def stream(self, requests: Sequence[Request]) -> Iterator[list[tuple[int, Outcome]]]:
+        """Run one batch of calls concurrently, handing over ``(position, outcome)`` pairs as
+        the calls finish (or are given up at their limit)."""
+        calls = self._calls(requests)
+        position = {id(call): k for k, call in enumerate(calls)}
+        done: Finished[Call] = Finished()
+        for call in calls:
+            if call.finished:
+                done.put(call)
+        self._runner.launch(self._jobs(calls), done.put, loop=self._loop.loop, inline=self._run_inline)
+        left = len(calls)
+        while left:
+            part = done.take()
+            left -= len(part)
+            yield [(position[id(call)], self._outcome(call)) for call in part]
+
+    def _calls(self, requests: Sequence[Request]) -> list[Call]:
+        now = time.monotonic()
+        calls = []
+        with self._lock:
+            for index, action, seed, reset_after_end, recipe, time_left in requests:
+                slot = self._slots[index]
+                if recipe is not None:  # the slot is (re)placed here: build afresh from its recipe
+                    if slot.env is not None:
+                        close_now(slot.env)  # its call may still hang in a batch given up on
+                        slot.env = None
+                    slot.factory, slot.env_id = recipe.build, recipe.env_id
+                call = Call(index, action, seed, reset_after_end)
+                call.bound(now, self.step_timeout, time_left)
+                if time_left is not None and time_left <= 0:
+                    call.timed_out = call.finished = True
+                elif slot.env is None:
+                    try:
+                        self._build(slot)
+                    except Exception as e:
+                        call.fail(e)
+                calls.append(call)
+        return calls
+
+    def _outcome(self, call: Call) -> Outcome:
         # _fault closes and drops an environment that timed out or failed to reset, as in the
         # other modes; the next call of its slot builds a fresh one.
-        return [(call.phase, call.step_result, call.reset_result, self._fault(call)) for call in calls]
+        with self._lock:
+            return call.phase, call.step_result, call.reset_result, self._fault(call)
 
     def sample(self, index: int) -> str:
         """A random well-formed action for slot ``index``'s current state."""
@@ -179,6 +214,11 @@ class EnvHost:
         """Run one batch of a lease's calls (see :meth:`LeasedSlots.run`)."""
         return self.run_on(lease).run(requests)
 
+    def stream(self, lease: str, requests: Sequence[Request]) -> Iterator[list[tuple[int, Outcome]]]:
+        """Run one batch of a lease's calls, handing the outcomes over as they come (a Ray
+        streaming generator; see :meth:`LeasedSlots.stream`)."""
+        yield from self.run_on(lease).stream(requests)
+
     def run_on(self, lease: str) -> LeasedSlots:
         try:
             return self._leases[lease]
@@ -197,6 +237,13 @@ class EnvHost:
             slots.drop(indices)
             with self._lock:
                 self._sizes[lease] = max(0, self._sizes.get(lease, 0) - len(indices))
+
+    def retire(self, lease: str, indices: Sequence[int]) -> None:
+        """Close some slots' environments of a lease, which stay here (their next call brings
+        their recipe, and builds them afresh)."""
+        slots = self._leases.get(lease)
+        if slots is not None:
+            slots.drop(indices)
 
     def release(self, lease: str) -> None:
         """Close every environment of a lease."""

@@ -1,4 +1,5 @@
-"""Threads that run environment calls off the caller's thread.
+"""Threads that run environment calls off the caller's thread, and what tells a consumer that
+calls left running have finished.
 
 Worker threads are daemons, so an environment call that never returns cannot keep the process
 alive at exit (``concurrent.futures`` joins its threads at exit, which a hung call would block).
@@ -8,10 +9,14 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import heapq
+import itertools
 import queue
 import threading
+import time
+from collections import deque
 from collections.abc import Callable, Coroutine
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
 T = TypeVar("T")
 
@@ -100,6 +105,11 @@ class BackgroundLoop:
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
 
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop:
+        """The loop (started now if it was not)."""
+        return self._ensure()
+
     def run(self, coroutine: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
         """Run ``coroutine`` on the loop and wait for its result."""
         return self.submit(coroutine).result(timeout)
@@ -122,8 +132,123 @@ class BackgroundLoop:
             loop, thread, self._loop, self._thread = self._loop, self._thread, None, None
         if loop is None:
             return
+        try:  # let cancelled coroutines (a policy given up at its deadline) unwind first
+            asyncio.run_coroutine_threadsafe(_cancel_pending(), loop).result(timeout=1)
+        except Exception:
+            pass
         loop.call_soon_threadsafe(loop.stop)
         if thread is not None:
             thread.join(timeout=5)
         if not loop.is_running():
             loop.close()
+
+
+class Watchdog:
+    """Calls ``action()`` at a :func:`time.monotonic` time, from a daemon thread of its own
+    (started on first use): the executor of calls left running gives them up at their deadline
+    with it, whoever is waiting for them or not."""
+
+    def __init__(self, name: str):
+        self._name = name
+        self._due: list[tuple[float, int, Callable[[], Any]]] = []
+        self._order = itertools.count()
+        self._cond = threading.Condition(threading.Lock())
+        self._thread: threading.Thread | None = None
+        self._closed = False
+
+    def at(self, when: float, action: Callable[[], Any]) -> None:
+        """Call ``action()`` (which must not raise) at ``when``, or soon after."""
+        with self._cond:
+            if self._closed:
+                return
+            heapq.heappush(self._due, (when, next(self._order), action))
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._watch, name=self._name, daemon=True)
+                self._thread.start()
+            elif self._due[0][2] is action:
+                self._cond.notify()
+
+    def close(self) -> None:
+        with self._cond:
+            self._closed = True
+            self._due.clear()
+            self._cond.notify()
+
+    def _watch(self) -> None:
+        while True:
+            with self._cond:
+                while not self._closed and (not self._due or self._due[0][0] > time.monotonic()):
+                    self._cond.wait(None if not self._due else self._due[0][0] - time.monotonic())
+                if self._closed:
+                    return
+                _, _, action = heapq.heappop(self._due)
+            action()
+
+
+T_co = TypeVar("T_co")
+
+
+class Finished(Generic[T_co]):
+    """Things (calls) that finished in other threads, for one consumer to take: blocking
+    (:meth:`take`) or from a coroutine (:meth:`atake`)."""
+
+    def __init__(self) -> None:
+        self._items: deque[T_co] = deque()
+        self._cond = threading.Condition(threading.Lock())
+        self._wake: Callable[[], None] | None = None
+
+    def put(self, item: T_co) -> None:
+        with self._cond:
+            self._items.append(item)
+            self._cond.notify_all()
+            wake = self._wake
+        if wake is not None:
+            wake()
+
+    def take(self, timeout: float | None = None) -> list[T_co]:
+        """Everything finished so far, waiting up to ``timeout`` seconds (None: no limit) for the
+        first when there is none yet."""
+        with self._cond:
+            if not self._items and (timeout is None or timeout > 0):
+                self._cond.wait_for(lambda: bool(self._items), timeout)
+            items = list(self._items)
+            self._items.clear()
+        return items
+
+    async def atake(self, timeout: float | None = None) -> list[T_co]:
+        """:meth:`take` without blocking the running event loop."""
+        loop = asyncio.get_running_loop()
+        ready = asyncio.Event()
+
+        def wake() -> None:
+            try:
+                loop.call_soon_threadsafe(ready.set)
+            except RuntimeError:  # the loop closed meanwhile
+                pass
+
+        with self._cond:
+            ready_now = bool(self._items) or timeout == 0
+            if not ready_now:
+                self._wake = wake
+        if ready_now:
+            return self.take(0)
+        try:
+            await asyncio.wait_for(ready.wait(), timeout)
+        except asyncio.TimeoutError:
+            pass
+        finally:
+            with self._cond:
+                self._wake = None
+        return self.take(0)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+
+async def _cancel_pending() -> None:
+    """Cancel the loop's other tasks and let them unwind (a short while at most)."""
+    tasks = [task for task in asyncio.all_tasks() if task is not asyncio.current_task()]
+    for task in tasks:
+        task.cancel()
+    if tasks:
+        await asyncio.wait(tasks, timeout=0.5)

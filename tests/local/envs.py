@@ -114,3 +114,48 @@ def register_broken_dilemma_once() -> None:
 
     gem_core.register(BROKEN_DILEMMA_ID, BrokenDilemmaEnv, wrappers=["self_play"],
                       description="Test: a NaN reward for one seat on even seeds.")
+
+
+SLOW_ID = "testlocal:SlowSeeds-v0"
+
+
+class SlowSeedsEnv(LetterShareEnv):
+    """LetterShare whose episodes of ``slow_seeds`` take ``delay`` seconds per step, and those of
+    ``hung_seeds`` hang at their first step until the environment is closed."""
+
+    blocking = True
+
+    def __init__(self, turns: int = 2, slow_seeds: tuple[int, ...] = (), hung_seeds: tuple[int, ...] = (),
+                 delay: float = 0.0):
+        super().__init__(turns)
+        self.slow_seeds, self.hung_seeds, self.delay = set(slow_seeds), set(hung_seeds), delay
+        self.seed: int | None = None
+        import threading
+
+        self.closed = threading.Event()
+
+    def reset(self, seed: int | None = None, **options: Any) -> tuple[str, dict[str, Any]]:
+        self.seed = seed
+        return super().reset(seed, **options)
+
+    def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        import time
+
+        if self.seed in self.hung_seeds:
+            self.closed.wait(120)
+            raise RuntimeError("closed under its call")
+        if self.seed in self.slow_seeds:
+            time.sleep(self.delay)
+        return super().step(action)
+
+    def close(self) -> None:
+        self.closed.set()
+
+
+def register_slow(slow_seeds: list[int] = (), hung_seeds: list[int] = (), delay: float = 0.0) -> None:
+    """(Re-)register :data:`SLOW_ID` with these seeds slow or hung."""
+    from gem_core.registry import deregister
+
+    deregister(SLOW_ID)
+    gem_core.register(SLOW_ID, SlowSeedsEnv, slow_seeds=tuple(slow_seeds), hung_seeds=tuple(hung_seeds),
+                      delay=delay, description="Test: some seeds slow, some hung.")

@@ -168,6 +168,7 @@ TEST_IDS = {
     "vector-test:Faulty-v0": "Faulty",
     "vector-test:FaultyOnce-v0": "FaultyOnce",
     "vector-test:SeedSensitive-v0": "SeedSensitive",
+    "vector-test:Stalling-v0": "Stalling",
 }
 
 
@@ -180,3 +181,60 @@ def register_test_envs() -> None:
             register(env_id, f"{__name__}:{name}")
         except DuplicateRegistrationError:
             pass
+
+
+class Stalling(Countdown):
+    """:class:`Countdown` whose episodes of seed ``stall_seed`` hang at their ``turn``-th step until the
+    environment is closed (as a sandbox's call returns when its sandbox is killed); ``closed`` and
+    ``returned`` tell when that happened."""
+
+    blocking = True
+
+    def __init__(self, stall_seed: int | None = None, turn: int = 2, length: int | None = 3, delay: float = 0.0):
+        super().__init__(length)
+        self.stall_seed, self.stall_turn, self.delay = stall_seed, turn, delay
+        self.closed, self.returned = threading.Event(), threading.Event()
+        self.seed = None
+
+    def reset(self, seed=None, **options):
+        self.seed = seed
+        return super().reset(seed)
+
+    def step(self, action):
+        if self.seed == self.stall_seed and self.t + 1 == self.stall_turn:
+            self.closed.wait(60)
+            self.returned.set()
+            raise RuntimeError("the environment was closed under its call")
+        if self.delay:
+            time.sleep(self.delay)
+        return super().step(action)
+
+    def close(self):
+        self.closed.set()
+
+
+class SlowStart(Countdown):
+    """Resets take ``delay`` seconds, under the start limit ``limit`` (a class attribute set by
+    the test); counts the resets in progress at once."""
+
+    blocking = True
+    start_limit = None
+    active = 0
+    most = 0
+    lock = threading.Lock()
+
+    def __init__(self, delay: float = 0.05):
+        super().__init__(2)
+        self.delay = delay
+
+    def reset(self, seed=None, **options):
+        cls = type(self)
+        with cls.lock:
+            cls.active += 1
+            cls.most = max(cls.most, cls.active)
+        try:
+            time.sleep(self.delay)
+            return super().reset(seed)
+        finally:
+            with cls.lock:
+                cls.active -= 1

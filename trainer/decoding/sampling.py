@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import time
 from collections import defaultdict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -243,9 +243,12 @@ class LocalPolicy:
             del self._sampled[(prompt, action)]
         return ids
 
-    def reset_records(self) -> None:
-        """Forget sampled ids and counters (call once per rollout batch)."""
-        self._sampled.clear()
+    def reset_records(self, keep: Iterable[tuple[str, str]] = ()) -> None:
+        """Forget sampled ids and counters (call once per rollout batch), except the sampled ids
+        of the ``(prompt, action)`` pairs in ``keep``: the turns of episodes that go on into the
+        next batch (a collection's ``carry_over``)."""
+        kept = {pair: self._sampled[pair] for pair in set(keep) if pair in self._sampled}
+        self._sampled = defaultdict(list, kept)
         self.generated_tokens = 0
         self.generation_seconds = 0.0
 

@@ -32,6 +32,14 @@ def step_seeds(seed: int, step: int, episodes: int, group_size: int) -> list[int
     return [int(groups[slot // group_size]) for slot in range(episodes)]
 
 
+def carried_sampled(vec_env: Any) -> list[tuple[str, str]]:
+    """The ``(prompt, action)`` pairs sampled for the episodes that a collection carried over
+    (``carry_over``) on ``vec_env``: their turns so far, and actions sampled not yet played;
+    the policy keeps their sampled tokens for the step in which they end."""
+    carried = getattr(vec_env, "carried", None)
+    return [] if carried is None else list(carried.sampled())
+
+
 def group_ids(episodes: Sequence[Episode]) -> list[int]:
     """Episodes of the same environment, seed and seat (for one seat's part of a self-play
     episode) share an id."""

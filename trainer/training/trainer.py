@@ -62,7 +62,7 @@ from gem_trainer.models import (
 from gem_trainer.decoding.sampling import LocalPolicy, SamplingSettings
 from gem_trainer.runtime import prefer_passive_openmp
 from gem_trainer.trackers import RunInfo, Trackers
-from gem_trainer.training.rollout import seat_advantages, slot_env_ids, step_seeds, training_samples
+from gem_trainer.training.rollout import carried_sampled, seat_advantages, slot_env_ids, step_seeds, training_samples
 
 METRICS_FILE = "metrics.jsonl"
 PLOT_FILE = "learning_curve.png"
@@ -180,10 +180,11 @@ class Trainer:
         ), processor=self.processor)
         self.output_dir.mkdir(parents=True, exist_ok=True)
         (self.output_dir / EPISODES_DIR).mkdir(exist_ok=True)
+        timed = c.episode_deadline is not None or c.deadline is not None  # a hung environment holds back no other
         self.vec_env = gem_core.make_vec(
-            slot_env_ids(c.envs, c.episodes_per_step, c.group_size), wrappers=c.wrappers,
+            slot_env_ids(c.envs, c.episodes_per_step + c.spares, c.group_size), wrappers=c.wrappers,
             wrapper_options={"tokenizer": self.processor or self.tokenizer},
-            **vector_mode(c.ray_address, c.env_hosts, here="sync"),
+            **vector_mode(c.ray_address, c.env_hosts, here="async" if timed else "sync"),
         )
         save_config(c, self.output_dir / CONFIG_FILE)
         self.metrics = MetricsLog(self.output_dir / METRICS_FILE)
@@ -292,10 +293,12 @@ class Trainer:
         self._stopping: str | None = None  # why the run stops after this step (too many failed episodes)
         self._rng_before_step = (torch.get_rng_state(),  # what a checkpoint of the step before holds
                                  torch.cuda.get_rng_state_all() if self.device.startswith("cuda") else None)
-        self.policy.reset_records()
-        seeds = step_seeds(c.seed, step, c.episodes_per_step, c.group_size)
+        self.policy.reset_records(keep=carried_sampled(self.vec_env))
+        seeds = step_seeds(c.seed, step, c.episodes_per_step + c.spares, c.group_size)
         self._phase(step, f"playing {c.episodes_per_step} episodes")
-        episodes = collect_episodes(self.vec_env, self.policy, c.episodes_per_step, seed=seeds)
+        episodes = collect_episodes(self.vec_env, self.policy, c.episodes_per_step, seed=seeds,
+                                    episode_deadline=c.episode_deadline, deadline=c.deadline,
+                                    carry_over=c.carry_over, spares=c.spares, policy_version=step)
         rollout_s = time.perf_counter() - started
         episodes_file = self.output_dir / EPISODES_DIR / f"step-{step:05d}.jsonl"
         writing = episodes_file.with_name(f".{episodes_file.name}.writing")
@@ -352,6 +355,7 @@ class Trainer:
             "train_tokens_per_second": sum(len(s.prompt_ids) + len(s.completion_ids) for s in samples) / train_s
             if train_s else 0.0,
             "quarantined_slots": len(self.vec_env.quarantined),
+            "carried_episodes": len(self.vec_env.carried or ()),
             "updated": no_update is None,
             **({} if no_update is None else {"no_update": no_update}),
             "step_seconds": time.perf_counter() - started,
@@ -379,6 +383,8 @@ def _why_no_update(stopping: bool, failed: int, episodes: int, samples: list[Any
     """Why a step takes no optimiser step (None: it takes one)."""
     if stopping:
         return f"{failed} of {episodes} episodes failed, more than max_failed_share allows"
+    if not episodes:
+        return "no episode ended within --deadline (those running carry over)"
     if failed == episodes:
         return f"all {episodes} episodes failed"
     if not samples:
