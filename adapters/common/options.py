@@ -126,7 +126,7 @@ def parse_deadline(value: Any, key: str) -> float | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
-        raise GemError(f"{key} must be a positive number of seconds or null (no deadline), not {value!r}.")
+        raise GemError(f"{key} must be a positive number of seconds, not {value!r} (leave it out for no deadline).")
     return float(value)
 
 
