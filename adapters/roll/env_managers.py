@@ -42,8 +42,7 @@ def mark_failure(samples: Any, history: list[dict[str, Any]]) -> Any:
     ``non_tensor_batch["gem_failure"]``, one per sample."""
     import numpy as np
 
-    count = len(next(iter(samples.non_tensor_batch.values())))
-    samples.non_tensor_batch[FAILURE_KEY] = np.array([episode_failure(history)] * count, dtype=object)
+    samples.non_tensor_batch[FAILURE_KEY] = np.array([episode_failure(history)] * len(samples), dtype=object)
     return samples
 
 

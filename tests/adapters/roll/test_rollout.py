@@ -184,14 +184,18 @@ def test_a_deadline_that_passes_while_roll_generates_ends_the_episode_at_the_nex
 def test_gem_env_managers_mark_a_failed_episodes_samples():
     """What GEM's subclasses of ROLL's env managers add to the samples ROLL's formulate_rollouts
     makes of an episode (ROLL itself runs in scripts/roll_by_hand.py)."""
-    from types import SimpleNamespace
-
     import numpy as np
 
     from gem_adapters.roll.env_managers import mark_failure
 
+    class Samples:  # the two members of ROLL's DataProto that mark_failure uses
+        non_tensor_batch = {"step": np.array([0, 1], dtype=object)}
+
+        def __len__(self):
+            return 2
+
     history = [{"reward": 0.25, "gem_failure": ""}, {"reward": 0.0, "gem_failure": "sandbox"}, {"observation": "x"}]
-    samples = SimpleNamespace(non_tensor_batch={"step": np.array([0, 1], dtype=object)})
+    samples = Samples()
     assert mark_failure(samples, history).non_tensor_batch["gem_failure"].tolist() == ["sandbox", "sandbox"]
     history[1]["gem_failure"] = ""
     assert mark_failure(samples, history).non_tensor_batch["gem_failure"].tolist() == ["", ""]
