@@ -294,6 +294,9 @@ class EnvSession:
                 "format_error": float(bool(self.last_info.get("format_error"))), **failure_metrics(self.failure)}
 
     def close(self) -> None:
+        """Close the environment (once; a failure closed it already)."""
+        if self._env_closed:
+            return
         self._env_closed = True
         try:
             self.env.close()
@@ -340,8 +343,7 @@ class EnvSession:
             logger.error("Environment %s (seed %s) failed %s (%s, in %s): %s. The episode fails and is left "
                          "out of training.", self.env_id, self.seed, where, kind, phase, error)
         self.stop, self.images, self.last_info = FAILED, [], {}
-        if not self._env_closed:
-            self.close()  # now, so that what it runs (a sandbox, a container) dies with it
+        self.close()  # now, so that what it runs (a sandbox, a container) dies with it
 
     def _replace_env(self) -> bool:
         """A fresh environment in place of the closed one; False (the episode failed) if none."""
