@@ -3,9 +3,10 @@ package index). Run it by hand in a virtual environment holding a ROLL checkout:
 
     pip install torch --index-url https://download.pytorch.org/whl/cpu
     pip install --no-deps -e $ROLL_SOURCE
-    pip install "ray[default]==2.48.0" tensordict codetiming dacite hydra-core omegaconf transformers \
-        "numpy<2" gem-llm==0.0.4 TransferQueue==0.1.6 peft openai imageio "datasets==3.1.0" \
-        more_itertools httpx opentelemetry-api opentelemetry-sdk opentelemetry-exporter-otlp
+    pip install "ray[default]==2.48.0" tensordict codetiming dacite "hydra-core>=1.3" "omegaconf>=2.3" \
+        transformers "numpy<2" "pyarrow<18" gem-llm==0.0.4 TransferQueue==0.1.6 peft openai imageio \
+        "datasets==3.1.0" more_itertools httpx pybase64 opentelemetry-api opentelemetry-sdk \
+        opentelemetry-exporter-otlp
     pip install -e .            # this project
     ROLL_SOURCE=/path/to/ROLL python scripts/roll_by_hand.py
 
@@ -23,6 +24,11 @@ proxy answers with the environment's random actions).
    -> ``compute_token_reward`` -> ``agentic_compute_advantage``) on those samples and on the shared
    conformance batch: with the ReBN pipeline every response token carries gem_core's ReBN; ROLL's
    own normalisation is printed beside it.
+4. The conformance batch plus failed episodes, through GEM's env manager (ROLL's
+   ``formulate_rollouts``, the failure marked on the samples) and ROLL's advantage chain: the valid
+   episodes' tokens carry gem_core's ReBN over the valid episodes alone, the failed ones' samples
+   lose their ``response_mask``, and ROLL's own loss code (the strategy's ``op_compute_log_probs``
+   and ``agg_loss``, as its agentic actor calls them) gives their tokens no gradient.
 """
 
 from __future__ import annotations
@@ -135,14 +141,16 @@ def play_with(manager_name: str, pipeline_config, tokenizer):
     return manager_cls, queue.rollouts
 
 
-def gem_core_rebn(batch, gamma: float) -> dict[tuple[str, int], float]:
-    """gem_core's ReBN of the batch's episodes, per (traj_id, step)."""
+def gem_core_rebn(batch, gamma: float, keep=None) -> dict[tuple[str, int], float]:
+    """gem_core's ReBN of the batch's episodes (those whose traj_id is in ``keep``, when given), per
+    (traj_id, step)."""
     from gem_core import get_estimator
 
     episodes: dict[str, dict[int, float]] = {}
     for traj, step, score in zip(batch.non_tensor_batch["traj_id"], batch.non_tensor_batch["step"],
                                  batch.non_tensor_batch["step_scores"]):
-        episodes.setdefault(traj, {})[int(step)] = float(score)
+        if keep is None or traj in keep:
+            episodes.setdefault(traj, {})[int(step)] = float(score)
     rewards = [[turns[t] for t in range(len(turns))] for turns in episodes.values()]
     values = get_estimator("rebn")(rewards, gamma=gamma)
     return {(traj, t): float(v) for traj, row in zip(episodes, values) for t, v in enumerate(row)}
@@ -214,22 +222,27 @@ def per_token_gap(batch, expected: dict[tuple[str, int], float]) -> tuple[float,
     return gap, tokens, firsts
 
 
-def conformance_samples(manager_cls, pipeline_config, tokenizer):
+def conformance_samples(manager_cls, pipeline_config, tokenizer, *, episodes=None, layouts=None, valid=None):
     """ROLL's StepEnvManager.formulate_rollouts on episodes with the conformance batch's rewards
-    (a manager without an environment: formulate_rollouts reads only its cache and config)."""
+    (a manager without an environment: formulate_rollouts reads only its cache and config); a
+    failed episode (``valid`` False) has the failure in its last step's record, as RollEnv's info
+    puts it there."""
     from roll.distributed.scheduler.protocol import DataProto
     from roll.pipeline.agentic.env_manager.base_env_manager import RolloutCache
     from tests.adapters import conformance as c
 
+    episodes, layouts = episodes or c.EPISODES, layouts or c.LAYOUT
+    valid = valid or [True] * len(episodes)
     manager = object.__new__(manager_cls)
     manager.pipeline_config, manager.tokenizer = pipeline_config, tokenizer
     x = tokenizer.encode("x")[-1]
     rollouts = []
-    for e, (rewards, layout) in enumerate(zip(c.EPISODES, c.LAYOUT)):
+    for e, (rewards, layout, ok) in enumerate(zip(episodes, layouts, valid)):
         cache = RolloutCache(env_id=e, group_id=e, tag="conformance")
         for t, (reward, (model_tokens, env_tokens)) in enumerate(zip(rewards, layout)):
+            failure = "sandbox" if not ok and t == len(rewards) - 1 else ""
             cache.history.append({"prompt_ids": tokenizer.encode(f"turn {t} of episode {e}") + [x] * env_tokens,
-                                  "response_ids": [x] * model_tokens,
+                                  "response_ids": [x] * model_tokens, "gem_failure": failure,
                                   "reward": reward, "state_hash": f"{e}-{t}", "metrics": {}})
         cache.step = len(rewards)
         manager.rollout_cache = cache
@@ -239,6 +252,44 @@ def conformance_samples(manager_cls, pipeline_config, tokenizer):
         rollout.non_tensor_batch["traj_group_id"] = np.array([traj] * len(rollout), dtype=object)
         rollouts.append(rollout)
     return DataProto.concat(rollouts)
+
+
+def failed_episodes_check(step_manager, pipeline_config, tokenizer, gem_function) -> int:
+    """Part 4 (see the module documentation); returns the number of failed checks."""
+    import torch
+
+    from roll.distributed.strategy.strategy import InferenceStrategy
+    from roll.utils.functionals import agg_loss
+    from tests.adapters import conformance as c
+
+    batch = conformance_samples(step_manager, pipeline_config, tokenizer, episodes=c.MIXED, layouts=c.MIXED_LAYOUT,
+                                valid=c.MIXED_VALID)
+    failures = [str(kind) for kind in batch.non_tensor_batch["gem_failure"]]
+    failed = torch.tensor([bool(kind) for kind in failures])
+    gamma = pipeline_config.step_reward_gamma
+    valid_trajs = {traj for traj, kind in zip(batch.non_tensor_batch["traj_id"], failures) if not kind}
+    expected = gem_core_rebn(batch, gamma, keep=valid_trajs)
+    gem_batch = roll_advantage_chain(batch, pipeline_config, response_level=gem_function)
+    advantages, mask = gem_batch.batch["advantages"], gem_batch.batch["response_mask"]
+    gap = 0.0
+    for row, (traj, step) in enumerate(zip(gem_batch.non_tensor_batch["traj_id"], gem_batch.non_tensor_batch["step"])):
+        if traj in valid_trajs:
+            values = advantages[row][mask[row, 1:].bool()].double().numpy()
+            gap = max(gap, float(np.abs(values - expected[(traj, int(step))]).max()))
+    masked = not mask[failed].any() and bool(mask[~failed].any())
+    # ROLL's agentic actor: log-probabilities masked by response_mask, the PPO ratio, agg_loss
+    logits = torch.randn(*gem_batch.batch["input_ids"].shape, len(tokenizer), requires_grad=True)
+    log_probs = InferenceStrategy.op_compute_log_probs(None, logits, gem_batch.batch["input_ids"], mask)
+    ratio = (log_probs - log_probs.detach()).exp()
+    loss_mask = mask[:, 1:].long()
+    loss = agg_loss(loss_mat=-advantages * ratio, loss_mask=loss_mask, loss_agg_mode="token-mean")
+    loss.backward()
+    no_gradient = not logits.grad[failed].any() and bool(logits.grad[~failed].abs().sum() > 0)
+    ok = gap < 1e-5 and masked and no_gradient
+    say(f"   conformance batch plus failed episodes: {int(failed.sum())} failed samples of {len(failed)}")
+    say(f"     valid tokens: max |advantage - gem_core ReBN over the valid episodes| = {gap:.2e}; failed samples' "
+        f"response_mask 0: {masked}; ROLL's loss gives them no gradient: {no_gradient}: {'ok' if ok else 'FAILED'}")
+    return int(not ok)
 
 
 def main() -> int:
@@ -296,9 +347,12 @@ def main() -> int:
                 manager_cls, rollouts = play_with(name, pipeline_config, tokenizer)
                 batch = DataProto.concat(rollouts)
                 scores = [list(np.atleast_1d(s).astype(float)) for s in batch.non_tensor_batch["step_scores"]]
-                ok = len(rollouts) == EPISODES_PER_MANAGER and manager_cls.__module__.startswith("roll.")
+                roll_class = manager_cls.__mro__[1]  # GEM's env managers subclass ROLL's
+                ok = len(rollouts) == EPISODES_PER_MANAGER and roll_class.__module__.startswith("roll.") \
+                    and "gem_failure" in batch.non_tensor_batch
                 failures += not ok
-                say(f"   {manager_cls.__module__}.{name}: {len(rollouts)} episodes, {len(batch)} samples, "
+                say(f"   {manager_cls.__module__}.{name} (ROLL's {roll_class.__module__}.{name}, its samples "
+                    f"marked): {len(rollouts)} episodes, {len(batch)} samples, "
                     f"episode scores {[round(float(s), 2) for s in batch.non_tensor_batch['episode_scores'][:8]]}"
                     f"{' ...' if len(batch) > 8 else ''}: {'ok' if ok else 'FAILED'}")
                 if name == "StepEnvManager":
@@ -325,6 +379,8 @@ def main() -> int:
                 f"{'ok' if ok else 'FAILED'}")
             say(f"     per sample {gem_values}")
             say(f"     ROLL's own step_reinforce normalisation: max gap {roll_gap:.4f}; per sample {roll_values}")
+        say("4. Failed episodes: GEM's env manager marks them, the pipeline masks them, ROLL's loss skips them")
+        failures += failed_episodes_check(step_manager, pipeline_config, tokenizer, gem_function)
     say("all checks passed" if not failures else f"{failures} check(s) FAILED")
     return 1 if failures else 0
 

@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 
 import click
 
-from gem_adapters.common.options import EpisodeOptions
+from gem_adapters.common.options import EpisodeOptions, parse_deadline
 from gem_adapters.common.settings import RunSettings
 
 Settings = TypeVar("Settings", bound=RunSettings)
@@ -25,8 +25,9 @@ def run_options(library: str, default_out: str, *,
                 without: Sequence[str] = ()) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """The shared options of ``gem <library> config``; their values reach the command as keyword
     arguments named as :class:`RunSettings` fields, plus ``wrappers``, ``max_turns``,
-    ``max_tokens_per_turn``, ``env_pool`` and ``env_hosts``. ``without`` names the options a library has no use for (by their
-    keyword; the settings keep their defaults)."""
+    ``max_tokens_per_turn``, ``env_pool``, ``env_hosts`` and ``episode_deadline``. ``without``
+    names the options a library has no use for (by their keyword; the settings keep their
+    defaults)."""
     options = {  # keyword -> option
         "env_ids": click.option(
             "--env", "env_ids", multiple=True, required=True, metavar="ENV_ID",
@@ -72,6 +73,10 @@ def run_options(library: str, default_out: str, *,
                  "'gem_env' resource; needs gem-adapters[ray]."),
         "env_hosts": click.option("--env-hosts", type=int, default=None, metavar="N",
                                   help="Environment hosts of the pool (default 2 with --env-pool)."),
+        "episode_deadline": click.option(
+            "--episode-deadline", type=float, default=None, metavar="SECONDS",
+            help="Wall clock an episode may take, environment and sampling together; past it the episode fails "
+                 "(kind 'deadline'), is left out of training, and its environment is closed and replaced."),
     }
     chosen = [option for keyword, option in options.items() if keyword not in without]
 
@@ -85,15 +90,17 @@ def run_options(library: str, default_out: str, *,
 
 def settings_from_options(cls: type[Settings], *, wrappers: str, max_turns: int | None,
                           max_tokens_per_turn: int | None, history_in_context: bool = True,
-                          env_pool: str | None = None, env_hosts: int | None = None, **fields: Any) -> Settings:
+                          env_pool: str | None = None, env_hosts: int | None = None,
+                          episode_deadline: float | None = None, **fields: Any) -> Settings:
     """Checked settings of class ``cls`` from the command's keyword arguments
     (``history_in_context`` as for :meth:`EpisodeOptions.from_config`)."""
     pool = None
     if env_pool is not None or env_hosts is not None:
         pool = {"address": env_pool, "hosts": 2 if env_hosts is None else env_hosts}
+    parse_deadline(episode_deadline, "--episode-deadline")  # named as the option, not the key it becomes
     options = EpisodeOptions.from_config(
         {"wrappers": wrappers, "max_turns": max_turns, "max_tokens_per_turn": max_tokens_per_turn,
-         "env_pool": pool},
+         "env_pool": pool, "episode_deadline": episode_deadline},
         history_in_context=history_in_context)
     settings = cls(options=options, **fields)
     settings.check()

@@ -6,6 +6,11 @@ each turn's reward on a token of that turn (the adapters put it on the turn's la
 are read back from the tokens, the GEM estimator runs on them with ``gamma`` across turns, and each
 turn's advantage goes on every token of that turn.
 
+A failed episode (see :mod:`gem_adapters.common.session`) leaves the statistics: flagged with
+``valid`` (one flag per episode), or written as a row without a model token, which is how the
+adapters hand a failed episode to a library that reads only token tensors (its loss mask is then 0
+on every token too). Its advantages are 0.
+
 Inside a library every GEM estimator is named ``gem_<name>`` (``gem_rebn``, ``gem_grpo``, ...), and
 ReBN is also plainly ``rebn``.
 """
@@ -61,34 +66,44 @@ def needs_groups(estimator: str) -> bool:
 
 
 def turn_estimate(estimator: str, rewards: Sequence[Sequence[float]], *, gamma: float, group_ids: Any = None,
-                  all_reduce: Any = None) -> tuple[list[Any], list[Any]]:
+                  all_reduce: Any = None, valid: Any = None) -> tuple[list[Any], list[Any]]:
     """``(advantages, returns)`` for per-turn rewards, one float64 array per episode each: the GEM
-    estimator's advantages and the discounted returns ``G_t``. ``group_ids`` and ``all_reduce``
-    as for :func:`token_estimate`."""
-    from gem_core import get_estimator
-    from gem_core.estimators import discounted_returns
+    estimator's advantages and the discounted returns ``G_t`` (0 on the turns of episodes that
+    ``valid`` flags False). ``group_ids`` and ``all_reduce`` as for :func:`token_estimate`."""
+    import numpy as np
+
+    from gem_core.estimators import discounted_returns, estimate
+    from gem_core.estimators.validity import valid_flags
 
     name = gem_estimator(estimator)
-    advantages = get_estimator(name)(rewards, gamma=gamma, group_ids=group_ids, **_reduce_option(name, all_reduce))
-    return advantages, discounted_returns(rewards, gamma=gamma)
+    advantages = estimate(name, rewards, gamma=gamma, group_ids=group_ids, valid=valid,
+                          **_reduce_option(name, all_reduce))
+    if valid is None:
+        return advantages, discounted_returns(rewards, gamma=gamma)
+    flags = valid_flags(valid, len(rewards))
+    counted = discounted_returns([r for r, ok in zip(rewards, flags) if ok], gamma=gamma) if flags.any() else []
+    parts = iter(counted)
+    return advantages, [next(parts) if ok else np.zeros(len(r)) for r, ok in zip(rewards, flags)]
 
 
 def token_estimate(estimator: str, token_level_rewards: Any, response_mask: Any, *, gamma: float,
-                   group_ids: Any = None, all_reduce: Any = None) -> tuple[Any, Any]:
+                   group_ids: Any = None, all_reduce: Any = None, valid: Any = None) -> tuple[Any, Any]:
     """``(advantages, returns)`` for token rows, both shaped like ``token_level_rewards``.
 
     ``advantages`` are the GEM estimator's per-turn advantages on each turn's tokens; ``returns``
     the discounted per-turn returns ``G_t`` on each turn's tokens. ``group_ids`` (one per row) serve
     the group estimators; ``all_reduce`` (e.g. :func:`gem_core.estimators.torch_all_reduce`) makes
     batch statistics cover every data-parallel rank, for the estimators that take batch statistics
-    (group estimators normalise within each group and ignore it).
+    (group estimators normalise within each group and ignore it). Rows that ``valid`` flags False,
+    and rows without a model token, are failed episodes: left out of the statistics, 0 on all
+    their tokens.
     """
     from gem_core.estimators import token_advantages
 
     name = gem_estimator(estimator)
     advantages = token_advantages(name, token_level_rewards, response_mask, gamma=gamma,
-                                  group_ids=group_ids, **_reduce_option(name, all_reduce))
-    returns = token_advantages("reinforce", token_level_rewards, response_mask, gamma=gamma)
+                                  group_ids=group_ids, valid=valid, **_reduce_option(name, all_reduce))
+    returns = token_advantages("reinforce", token_level_rewards, response_mask, gamma=gamma, valid=valid)
     return advantages, returns
 
 
@@ -102,12 +117,15 @@ def _reduce_option(name: str, all_reduce: Any) -> dict[str, Any]:
     return {"all_reduce": all_reduce} if all_reduce is not None and takes_all_reduce else {}
 
 
-def token_advantage_stats(advantages: Any, response_mask: Any) -> dict[str, float]:
+def token_advantage_stats(advantages: Any, response_mask: Any, valid: Any = None) -> dict[str, float]:
     """:func:`gem_core.estimators.advantage_stats` of token rows: one value per turn (a run of 1s
     in ``response_mask``), read on the turn's last token, so that the statistics weigh turns as
-    `gem train`'s do. What the adapters log of the estimator's output."""
+    `gem train`'s do, over the rows that count (``valid``; rows without a turn have none). What
+    the adapters log of the estimator's output."""
     from gem_adapters.common.turns import turn_end_positions
     from gem_core.estimators import advantage_stats
 
+    flags = [True] * len(advantages) if valid is None else [bool(v) for v in valid]
     return advantage_stats([[float(row[i]) for i in turn_end_positions(mask)]
-                            for row, mask in zip(advantages, response_mask)])
+                            for row, mask, ok in zip(advantages, response_mask, flags) if ok])
+

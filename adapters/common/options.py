@@ -8,9 +8,15 @@
       max_tokens_per_turn: null      # cap on one generation (null: what is left of the budget)
       env_pool: null                 # play on a Ray pool of environment hosts instead of in-process,
                                      # e.g. {address: auto, hosts: 4} (see gem_core.vector.ray_pool)
+      episode_deadline: null         # seconds of wall clock per episode (null: none)
 
 The library's own response length is the token budget of a whole episode: every model turn and
 every observation in between.
+
+``episode_deadline`` bounds an episode's wall clock from its reset on, environment and sampling
+time together: past it the episode ends failed (kind ``"deadline"``), its environment is closed
+(a sandbox it runs dies with it) and the next episode gets a fresh one (see
+:mod:`gem_adapters.common.session`).
 
 ``env_pool`` takes the options of :class:`gem_core.vector.ray_pool.RayPool` (``address``,
 ``hosts``, ``slots_per_host``, ``resource``, ``name``, ``start_timeout``, ``call_timeout``); its
@@ -19,6 +25,7 @@ every observation in between.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -28,6 +35,8 @@ from gem_core.errors import GemError
 #: Observation wrappers that repeat the episode so far in each observation. Adapters keep the whole
 #: conversation in the model's context, so with these the model would read its history twice.
 HISTORY_WRAPPERS = frozenset({"concat", "concat_with_action", "concat_chat", "concat_chat_on_reset"})
+#: The keys of the ``gem`` section.
+KEYS = ("wrappers", "max_turns", "max_tokens_per_turn", "env_pool", "episode_deadline")
 
 
 @dataclass(frozen=True)
@@ -38,6 +47,7 @@ class EpisodeOptions:
     max_turns: int | None = None
     max_tokens_per_turn: int | None = None
     env_pool: Mapping[str, Any] | None = None
+    episode_deadline: float | None = None
 
     @classmethod
     def from_config(cls, section: Mapping[str, Any] | None, *, where: str = "the `gem` section",
@@ -47,23 +57,25 @@ class EpisodeOptions:
         ``history_in_context=False`` is for libraries that prompt each turn with its observation
         alone (oat): there the history wrappers are how the model sees the episode so far."""
         section = dict(section or {})
-        unknown = sorted(set(section) - {"wrappers", "max_turns", "max_tokens_per_turn", "env_pool"})
+        unknown = sorted(set(section) - set(KEYS))
         if unknown:
             raise GemError(
                 f"Unknown key(s) {', '.join(map(repr, unknown))} in {where}; "
-                "the accepted keys are 'wrappers', 'max_turns', 'max_tokens_per_turn' and 'env_pool'."
+                f"the accepted keys are {', '.join(map(repr, KEYS[:-1]))} and {KEYS[-1]!r}."
             )
         return cls(
             wrappers=parse_wrappers(section.get("wrappers"), history_in_context=history_in_context),
             max_turns=_positive_or_none(section.get("max_turns"), "gem.max_turns"),
             max_tokens_per_turn=_positive_or_none(section.get("max_tokens_per_turn"), "gem.max_tokens_per_turn"),
             env_pool=parse_env_pool(section.get("env_pool")),
+            episode_deadline=parse_deadline(section.get("episode_deadline"), "gem.episode_deadline"),
         )
 
     def to_config(self) -> dict[str, Any]:
         return {"wrappers": list(self.wrappers), "max_turns": self.max_turns,
                 "max_tokens_per_turn": self.max_tokens_per_turn,
-                "env_pool": None if self.env_pool is None else dict(self.env_pool)}
+                "env_pool": None if self.env_pool is None else dict(self.env_pool),
+                "episode_deadline": self.episode_deadline}
 
 
 def parse_wrappers(value: Any, *, history_in_context: bool = True) -> tuple[str, ...]:
@@ -107,6 +119,15 @@ def parse_env_pool(value: Any) -> dict[str, Any] | None:
     except GemError as e:
         raise GemError(f"gem.env_pool: {e}") from None
     return options
+
+
+def parse_deadline(value: Any, key: str) -> float | None:
+    """A deadline in seconds: a positive finite number, or None for none."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+        raise GemError(f"{key} must be a positive number of seconds, not {value!r} (leave it out for no deadline).")
+    return float(value)
 
 
 def _positive_or_none(value: Any, key: str) -> int | None:

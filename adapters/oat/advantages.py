@@ -16,6 +16,12 @@ std, GEM's eps 1e-6), and group estimators group the ``--num_samples`` episodes 
 oat's own code then runs as it is, and its ``compute_advantages`` hands out the GEM advantages
 episode by episode; returns are the discounted per-turn returns.
 
+A failed episode (its transitions' ``failure``, see :mod:`gem_adapters.oat.rollout`) is left out
+of the GEM estimator's statistics (ReBN's mean and std across the learner ranks, its group's
+baseline: the group keeps its valid members) and gets advantage 0; its transitions' ``loss_mask``
+is already False, so oat's learning step trains none of its tokens. Under ``--estimator oat`` its
+returns still enter oat's own whitening.
+
 oat's ``--whiten_adv`` whitens the kept turns' advantages at learning time (population std
 all-reduced over the learner ranks, eps 1e-9): applied to discounted returns it is ReBN up to eps,
 but over the turns kept after subsampling rather than all turns played. With a GEM estimator the
@@ -53,13 +59,15 @@ class StartRows(Dataset):
 def episode_advantages(episodes: Sequence[Sequence[Any]], estimator: str, gamma: float, *,
                        all_reduce: Any = None) -> list[tuple[np.ndarray, np.ndarray]]:
     """``(advantages, returns)`` per episode, float32, from the GEM ``estimator``; episodes of the
-    same environment id and seed form a group."""
+    same environment id and seed form a group; failed episodes get 0 and leave the statistics."""
     from gem_adapters.common.estimators import turn_estimate
 
     groups: dict[tuple[str, Any], int] = {}
     group_ids = [groups.setdefault((episode[0].env_id, episode[0].seed), len(groups)) for episode in episodes]
     rewards = [[float(transition.rewards) for transition in episode] for episode in episodes]
-    advantages, returns = turn_estimate(estimator, rewards, gamma=gamma, group_ids=group_ids, all_reduce=all_reduce)
+    valid = [not getattr(episode[0], "failure", "") for episode in episodes]
+    advantages, returns = turn_estimate(estimator, rewards, gamma=gamma, group_ids=group_ids, all_reduce=all_reduce,
+                                        valid=valid)
     return [(a.astype(np.float32), r.astype(np.float32)) for a, r in zip(advantages, returns)]
 
 

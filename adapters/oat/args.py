@@ -31,6 +31,9 @@ class GemOatArgs(PPOArgs):
     wrappers: str = "concat_chat"
     # Stop an episode after this many model turns (default: the environment's own limit).
     max_turns: Optional[int] = None
+    # Seconds of wall clock an episode may take, environment and sampling together; past it the
+    # episode fails and is left out of training (default: no deadline).
+    episode_deadline: Optional[float] = None
     # Episode starts to train on: seeds --seed, --seed + 1, ...
     train_size: int = 8192
 

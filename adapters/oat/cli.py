@@ -13,8 +13,8 @@ def oat() -> None:
 
     `gem oat config` prints the command that trains: oat's multi-turn PPO started through
     `python -m gem_adapters.oat.train`, which takes oat's own flags plus GEM's (--env,
-    --estimator, --wrappers, --max_turns, --train_size). Its actor plays GEM environments with
-    oat's vLLM engine; its learner computes the GEM estimator's advantages.
+    --estimator, --wrappers, --max_turns, --episode_deadline, --train_size). Its actor plays GEM
+    environments with oat's vLLM engine; its learner computes the GEM estimator's advantages.
     """
 
 

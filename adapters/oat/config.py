@@ -54,4 +54,6 @@ def launch_argv(settings: RunSettings) -> list[str]:
     )
     if options.max_turns is not None:
         argv += ["--max_turns", str(options.max_turns)]
+    if options.episode_deadline is not None:
+        argv += ["--episode_deadline", repr(options.episode_deadline)]
     return argv

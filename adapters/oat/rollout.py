@@ -19,13 +19,21 @@ turns are not trained on).
 A transition carries the turn's observation and action, its reward, ``done`` on the episode's
 last kept turn, the prompt and response text and token ids, vLLM's log-probabilities of the
 response tokens, whether the response ran out of tokens (``response_is_truncated``; then
-``action_is_formatted`` is False, and with ``--ignore_no_eos`` the loss mask is off), and the
-episode's environment id and seed, which the learner's group estimators group by.
+``action_is_formatted`` is False, and with ``--ignore_no_eos`` the loss mask is off), the
+episode's environment id and seed, which the learner's group estimators group by, and
+``failure``: the kind of the episode's failure, or ``""``.
+
+A failed episode (:func:`gem_core.collect_episodes` marks one whose environment raised, returned
+something malformed or timed out, or that ran past ``--episode_deadline``) keeps its transitions,
+each with ``loss_mask`` False, which oat's learning step multiplies its policy and KL losses by:
+none of its tokens trains. The learner leaves it out of GEM's estimator statistics
+(:mod:`gem_adapters.oat.advantages`).
 
 The step's metrics, which oat logs, add the episodes counted as ``gem train`` counts them:
 ``actor/gem_success_rate``, ``actor/gem_format_error_rate``, ``actor/gem_turns_per_episode`` and
-``actor/gem_mean_return``; oat's learner logs the advantages itself (``adv_mean``, ``adv_min``,
-``adv_max``).
+``actor/gem_mean_return`` (over the episodes that did not fail), and the shares that failed,
+``actor/gem_failed_rate`` and ``actor/gem_failed_<kind>``; oat's learner logs the advantages
+itself (``adv_mean``, ``adv_min``, ``adv_max``).
 """
 
 from __future__ import annotations
@@ -40,6 +48,7 @@ from oat.types import Transition
 
 from gem_adapters.common.chat import ChatFormat
 from gem_adapters.common.options import EpisodeOptions
+from gem_adapters.common.session import failure_metrics
 
 logger = logging.getLogger("gem_adapters.oat")
 
@@ -53,6 +62,7 @@ class GemTransition(Transition):
 
     env_id: str = ""
     seed: Optional[int] = None
+    failure: str = ""
 
 
 @dataclass(frozen=True)
@@ -84,7 +94,8 @@ class GemOatActor(PPOMultiTurnActor):
     def setup_episodes(self) -> None:
         """GEM's part of the start: needs ``self.args``, ``self.tokenizer`` and ``self.sampling_params``."""
         self.options = EpisodeOptions.from_config(
-            {"wrappers": self.args.wrappers, "max_turns": self.args.max_turns},
+            {"wrappers": self.args.wrappers, "max_turns": self.args.max_turns,
+             "episode_deadline": getattr(self.args, "episode_deadline", None)},
             where="the launcher's GEM options", history_in_context=False)
         self.rendered = any(name in CHAT_WRAPPERS for name in self.options.wrappers)
         self.chat = None if self.rendered else ChatFormat(self.tokenizer)
@@ -108,8 +119,9 @@ class GemOatActor(PPOMultiTurnActor):
         slots = [start for start in self.starts for _ in range(samples)]
         vector = self.vector_env([env_id for env_id, _ in slots])
         self._sampled.clear()
+        deadline = {} if self.options.episode_deadline is None else {"episode_deadline": self.options.episode_deadline}
         episodes = collect_episodes(vector, self.act, len(slots), seed=[seed for _, seed in slots],
-                                    max_turns=self.options.max_turns)
+                                    max_turns=self.options.max_turns, **deadline)
         played, cut = [], 0
         for episode in episodes:
             transitions = self.transitions(episode)
@@ -119,10 +131,14 @@ class GemOatActor(PPOMultiTurnActor):
         self._sampled.clear()
         faults = sum("fault" in turn.info for episode in episodes for turn in episode.turns)
         stats = episode_stats(episodes)  # as `gem train` counts them
+        failed = failure_metrics(None)  # every kind, so that oat logs the same keys each step
+        failed = {key: stats.get(key, 0.0) for key in failed if key != "failed"}
         return played, {"actor/gem_episodes": float(len(played)),
                         "actor/gem_episodes_cut_at_max_model_len": float(cut),
                         "actor/gem_env_faults": float(faults),
                         "actor/gem_quarantined_slots": float(len(vector.quarantined)),
+                        "actor/gem_failed_rate": stats["failed_rate"],
+                        **{f"actor/gem_{key}": value for key, value in failed.items()},
                         **{f"actor/gem_{key}": stats[key] for key in ("mean_return", "success_rate",
                                                                        "format_error_rate", "turns_per_episode")}}
 
@@ -170,8 +186,10 @@ class GemOatActor(PPOMultiTurnActor):
         return actions
 
     def transitions(self, episode: Any) -> list[GemTransition]:
-        """The episode's turns as transitions, up to its first turn that had no room."""
+        """The episode's turns as transitions, up to its first turn that had no room; a failed
+        episode's with ``loss_mask`` False."""
         kept = []
+        failure = "" if episode.failure is None else episode.failure.kind
         for turn in episode.turns:
             found = self._sampled.get((turn.observation, turn.action))
             if not found:
@@ -182,8 +200,8 @@ class GemOatActor(PPOMultiTurnActor):
                 prompt=sampled.prompt, prompt_ids=sampled.prompt_ids, response=sampled.response,
                 response_ids=sampled.response_ids, response_logprobs=sampled.logprobs,
                 response_is_truncated=sampled.truncated, action_is_formatted=not sampled.truncated,
-                loss_mask=not (sampled.truncated and self.args.ignore_no_eos), info={},
-                env_id=episode.env_id, seed=episode.seed))
+                loss_mask=not failure and not (sampled.truncated and self.args.ignore_no_eos), info={},
+                env_id=episode.env_id, seed=episode.seed, failure=failure))
         if kept:
             kept[-1].done = True
         return kept

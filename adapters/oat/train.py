@@ -3,8 +3,8 @@ environments, launched with launchpad as oat's own scripts do.
 
 The flags are oat's (``--pretrain``, ``--gpus``, ``--rollout_batch_size``, ...; see
 :mod:`gem_adapters.oat.args` for the defaults GEM changes) plus GEM's: ``--env ID [ID ...]``,
-``--estimator``, ``--wrappers``, ``--max_turns`` and ``--train_size``. Settings GEM or oat cannot
-serve are refused before anything starts, with the fix named.
+``--estimator``, ``--wrappers``, ``--max_turns``, ``--episode_deadline`` and ``--train_size``.
+Settings GEM or oat cannot serve are refused before anything starts, with the fix named.
 """
 
 from __future__ import annotations
@@ -28,8 +28,11 @@ def check(args: Any, *, visible_gpus: int | None = None) -> None:
         raise GemError("Name at least one environment: --env ENV_ID [ENV_ID ...]; `gem envs` lists them.")
     for env_id in args.env:
         spec(env_id)  # an unknown id raises, naming the closest ones
-    EpisodeOptions.from_config({"wrappers": args.wrappers, "max_turns": args.max_turns},
-                               where="the GEM options (--wrappers, --max_turns)", history_in_context=False)
+    EpisodeOptions.from_config({"wrappers": args.wrappers, "max_turns": args.max_turns,
+                                "episode_deadline": args.episode_deadline},
+                               where="the GEM options (--wrappers, --max_turns, --episode_deadline)",
+                               history_in_context=False)
+
     if args.estimator != NATIVE:
         gem_estimator(args.estimator)  # an unknown name raises, naming the closest ones
         if args.critic_type == "ppo":

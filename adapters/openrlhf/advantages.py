@@ -17,6 +17,11 @@ each prompt, as OpenRLHF does. OpenRLHF's own shaping of one episode reward (len
 group baselines, advantage whitening) does not run: the GEM estimator defines the advantage.
 Each experience's ``info`` gets the batch's advantage statistics over its turns
 (``gem_advantage_mean``, ``_std``, ``_min``, ``_max``), which OpenRLHF logs with its metrics.
+
+A sample whose label holds a ``failure`` is a failed episode: it is left out of the statistics
+(ReBN's mean and std, a group's baseline: the group keeps its valid members), its advantages and
+returns are 0, and its row of ``action_mask`` becomes 0. OpenRLHF's policy loss (and its entropy
+and KL losses) masks with ``action_mask``, so none of its tokens trains.
 """
 
 from __future__ import annotations
@@ -28,7 +33,7 @@ import torch
 from gem_adapters.common import patch
 from gem_adapters.common.estimators import gem_estimator, token_advantage_stats, token_estimate
 from gem_adapters.common.turns import rewards_on_turn_ends
-from gem_adapters.openrlhf.labels import turn_rewards
+from gem_adapters.openrlhf.labels import failure_of, turn_rewards
 
 EXPERIENCE_MAKER = "openrlhf.trainer.ppo_utils.experience_maker"
 METHOD = "compute_advantages_and_returns"  # of its RemoteExperienceMaker
@@ -45,21 +50,26 @@ def gem_advantages_and_returns(maker: Any, experiences: list[Any], *, estimator:
     low, high = args.reward.clip_range
     kl_coef = max(float(maker.kl_ctl.value), 0.0)
     width = max(int(e.action_mask.shape[1]) for e in experiences)
-    rows, masks, groups = [], [], []
+    rows, masks, groups, valid = [], [], [], []
     for experience in experiences:
+        failed = [failure_of(label) is not None for label in experience.labels]
+        for row, is_failed in enumerate(failed):
+            if is_failed:  # no token of it trains: OpenRLHF's losses mask with action_mask
+                experience.action_mask[row] = 0
         mask = experience.action_mask.bool().cpu()
-        for row, label in enumerate(experience.labels):
-            rewards = [min(max(r, low), high) for r in turn_rewards(label)]
+        for row, (label, is_failed) in enumerate(zip(experience.labels, failed)):
+            rewards = [] if is_failed else [min(max(r, low), high) for r in turn_rewards(label)]
             tokens = rewards_on_turn_ends(mask[row], rewards).double()
             if kl_coef and experience.kl is not None:
                 tokens -= kl_coef * experience.kl[row].cpu().double() * mask[row]
             rows.append(torch.nn.functional.pad(tokens, (0, width - tokens.shape[0])))
             masks.append(torch.nn.functional.pad(mask[row], (0, width - mask.shape[1])))
         groups += [index // args.rollout.n_samples_per_prompt for index in experience.index]
+        valid += [not is_failed for is_failed in failed]
     token_rewards, mask = torch.stack(rows), torch.stack(masks)
     advantages, returns = token_estimate(estimator, token_rewards, mask, gamma=args.algo.advantage.gamma,
-                                         group_ids=groups)
-    stats = token_advantage_stats(advantages, mask)  # the batch's, on every sample: OpenRLHF logs info's mean
+                                         group_ids=groups, valid=valid)
+    stats = token_advantage_stats(advantages, mask, valid)  # the batch's, on every sample: OpenRLHF logs info's mean
     sizes = [len(e.labels) for e in experiences]
     for experience, part, advantage, ret in zip(experiences, token_rewards.split(sizes),
                                                 advantages.split(sizes), returns.split(sizes)):

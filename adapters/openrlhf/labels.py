@@ -1,5 +1,5 @@
 """The label of a prompt row: the episode start going in (``env_id``, ``seed``), the played episode
-coming out (plus ``turn_rewards`` and ``stop``).
+coming out (plus ``turn_rewards`` and ``stop``, and ``failure`` when the episode failed).
 
 OpenRLHF hands each row's label to the agent and keeps the label the agent returns with its
 sample through every batching step, so it is where the GEM agent puts each episode's per-turn
@@ -42,3 +42,10 @@ def turn_rewards(label: Any) -> list[float]:
             "the GEM agent (--train.agent_func_path pointing at the file `gem openrlhf config` wrote)."
         )
     return [float(reward) for reward in rewards]
+
+
+def failure_of(label: Any) -> dict[str, Any] | None:
+    """The failure (kind, error, phase, turn) the GEM agent put in a failed episode's label, or
+    None."""
+    failure = decode_label(label).get("failure")
+    return failure if isinstance(failure, dict) else None

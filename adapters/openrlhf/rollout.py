@@ -7,7 +7,8 @@ in each vLLM engine actor and calls ``execute`` once per sample. For each sample
 
 * the row's label (JSON: ``env_id``, ``seed``) names the environment and its seed; an
   :class:`~gem_adapters.common.session.EnvSession` makes it with the configured wrappers, honours
-  ``max_turns``, and ends the episode truncated (stop ``env_error``) if the environment raises;
+  ``max_turns`` and ``episode_deadline``, and fails the episode (stop ``failed``) if the
+  environment breaks or the deadline passes;
 * the first observation becomes the prompt through the tokenizer's chat template; each answer is
   decoded without special tokens and stepped, and the next observation follows as a user message
   rendered by the same template, so the model reads a plain chat; the answer's token ids stay as
@@ -26,14 +27,24 @@ stay with its row until GEM's estimator reads them inside the trainer
 the experience's ``action_mask``. The summed reward still fills OpenRLHF's ``reward`` and
 ``scores`` (logging, dynamic filtering).
 
+**A failed episode** keeps the tokens it played, and its label holds its ``failure`` (kind,
+error, phase, turn), no turn reward and stop ``failed``; its reward is 0. GEM's estimator inside
+the trainer leaves it out of its statistics and sets its row of ``action_mask`` to 0, which is the
+loss mask of OpenRLHF's policy loss (and OpenRLHF counts a sample without an action token out of
+its loss normalisation), so none of its tokens trains. The episode deadline covers OpenRLHF's whole
+loop for the sample (the environment's calls and the engine's generations, cancelled at the
+deadline); OpenRLHF has no deadline of its own over a batch's samples.
+
 **What OpenRLHF logs of GEM.** ``extra_logs`` carry the episode's numbers
 (:meth:`~gem_adapters.common.session.EnvSession.metrics` as ``gem_turns``, ``gem_terminated``,
-``gem_success``, ``gem_format_error``); OpenRLHF keeps them in each experience's ``info`` and logs
-their mean beside its own metrics (console, Weights & Biases, TensorBoard).
+``gem_success``, ``gem_format_error``, ``gem_failed`` and ``gem_failed_<kind>``); OpenRLHF keeps
+them in each experience's ``info`` and logs their mean beside its own metrics (console, Weights &
+Biases, TensorBoard): the means of ``gem_failed*`` are the shares of failed episodes.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Mapping
 from typing import Any
@@ -54,18 +65,25 @@ STOP_REASONS = (*SESSION_STOP_REASONS, "max_length")
 
 
 class TurnLimitedEngine:
-    """OpenRLHF's engine for one episode: caps each generation at ``max_tokens_per_turn`` and keeps
-    the last answer's token ids."""
+    """OpenRLHF's engine for one episode: caps each generation at ``max_tokens_per_turn``, keeps
+    the last answer's token ids, and records the prompt of every generation and the token span of
+    its answer (OpenRLHF's ``action_ranges``), so that an episode its deadline cut still says what
+    it played."""
 
     def __init__(self, engine: Any, max_tokens_per_turn: int | None):
         self.engine, self.limit = engine, max_tokens_per_turn
         self.last_token_ids: list[int] = []
+        self.sequence: list[int] = []  # the latest prompt, then its answer once generated
+        self.action_ranges: list[tuple[int, int]] = []
 
     async def generate(self, prompt_token_ids: list[int], sampling_params: Any, **kwargs: Any) -> Any:
         if self.limit is not None and (sampling_params.max_tokens is None or sampling_params.max_tokens > self.limit):
             sampling_params.max_tokens = self.limit  # OpenRLHF hands over its own copy
+        self.sequence = list(prompt_token_ids)
         output = await self.engine.generate(prompt_token_ids, sampling_params, **kwargs)
         self.last_token_ids = list(output.outputs[0].token_ids)
+        self.action_ranges.append((len(self.sequence), len(self.sequence) + len(self.last_token_ids)))
+        self.sequence += self.last_token_ids
         return output
 
 
@@ -79,9 +97,11 @@ class Episode:
         seed = self.label.get("seed")
         self.session = EnvSession.start(self.label["env_id"], None if seed is None else int(seed), options)
         self.engine = TurnLimitedEngine(engine, options.max_tokens_per_turn)
+        self.first_observation = ""
 
     async def reset(self) -> dict[str, Any]:
-        return {"observation": self.chat.first(await self.session.reset())}
+        self.first_observation = self.chat.first(await self.session.reset())
+        return {"observation": self.first_observation}
 
     async def step(self) -> dict[str, Any]:
         answer_ids = self.engine.last_token_ids
@@ -90,20 +110,37 @@ class Episode:
         return {"rewards": torch.tensor(outcome.reward), "environment_feedback": feedback, "done": outcome.done}
 
     def finish(self, result: dict[str, Any]) -> dict[str, Any]:
-        """OpenRLHF's result with the played episode in its label (see the module documentation)."""
-        rewards = list(self.session.rewards)
-        if len(result["action_ranges"]) != len(rewards):
+        """OpenRLHF's result with the played episode in its label (see the module documentation).
+        A failed episode's label holds its ``failure``, no turn reward and stop ``failed``; its
+        reward is 0."""
+        failure = self.session.failure
+        rewards = [] if failure is not None else list(self.session.rewards)
+        if failure is None and len(result["action_ranges"]) != len(rewards):
             raise GemError(f"OpenRLHF recorded {len(result['action_ranges'])} model turns but the "
                            f"environment was stepped {len(rewards)} times.")
         stop = self.session.stop or "max_length"
+        played = {"turn_rewards": rewards, "stop": stop,
+                  **({"failure": dataclasses.asdict(failure)} if failure is not None else {})}
         total = math.fsum(rewards)
         result.update(
-            label=encode_label(**{**self.label, "turn_rewards": rewards, "stop": stop}),
+            label=encode_label(**{**self.label, **played}),
             reward=total,
             scores=total,
             extra_logs={f"gem_{key}": value for key, value in self.session.metrics().items()},
         )
         return result
+
+    def cut_result(self, prompt: Any, label: Any, sampling_params: Any, images: Any) -> dict[str, Any]:
+        """OpenRLHF's result for an episode its deadline cut inside OpenRLHF's loop: the sequence
+        of its latest generation (or its first observation) with the answers it holds."""
+        tokens = self.engine.sequence or self.tokenizer(
+            text=self.first_observation or f"The episode failed ({self.session.error}).",
+            add_special_tokens=False)["input_ids"]
+        return {"prompt": prompt, "label": label, "images": images, "mm_train_inputs": None, "reward": 0.0,
+                "scores": 0.0, "observation_tokens": list(tokens),
+                "action_ranges": [r for r in self.engine.action_ranges if r[1] <= len(tokens)],
+                "rollout_log_probs": [0.0] * len(tokens) if sampling_params.logprobs is not None else None,
+                "truncated": False, "extra_logs": {}}
 
     def close(self) -> None:
         self.session.close()
@@ -138,8 +175,10 @@ class GemAgentExecutor(MultiTurnAgentExecutor):
         episode = Episode(label, self.options, hf_tokenizer, llm_engine)
         try:
             instance = type("GemAgentInstance", (GemAgentInstance,), {"episode": episode})
-            result = await MultiTurnAgentExecutor(instance).execute(
-                prompt, label, sampling_params, max_length, hf_tokenizer, episode.engine, images)
+            result = await episode.session.within_deadline(MultiTurnAgentExecutor(instance).execute(
+                prompt, label, sampling_params, max_length, hf_tokenizer, episode.engine, images))
+            if result is None:  # the deadline passed inside OpenRLHF's loop
+                result = episode.cut_result(prompt, label, sampling_params, images)
         finally:
             episode.close()
         return episode.finish(result)
@@ -147,6 +186,7 @@ class GemAgentExecutor(MultiTurnAgentExecutor):
 
 def agent_executor(options: Mapping[str, Any] | None = None) -> type[GemAgentExecutor]:
     """The ``AgentExecutor`` class of an agent file: :class:`GemAgentExecutor` with the episode
-    options (``wrappers``, ``max_turns``, ``max_tokens_per_turn``) checked and bound."""
+    options (``wrappers``, ``max_turns``, ``max_tokens_per_turn``, ``episode_deadline``) checked
+    and bound."""
     checked = EpisodeOptions.from_config(options, where="the options of the GEM agent file")
     return type("AgentExecutor", (GemAgentExecutor,), {"options": checked})

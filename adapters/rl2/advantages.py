@@ -14,8 +14,14 @@ defined, and in the trainer module) to :func:`gem_compute_advantages`, which kee
   ReBN's mean and std cover every data-parallel rank's episodes; group estimators group the
   ``adv.responses_per_prompt`` trajectories of each prompt, as RL2 orders them;
 * each turn's advantage goes on every token of the turn, in ``tensor_dict["advantages"]``;
+* a trajectory with a NaN reward is a failed episode (GEM's environment file marks one so, see
+  :mod:`gem_adapters.rl2.rollout`): it is left out of the statistics (ReBN's mean and std, its
+  group's baseline: the group keeps its valid members) and gets advantage 0, its rows of
+  ``action_mask`` become 0 (RL2's actor masks its log-probabilities, entropy and loss token count
+  with it, so no token of it trains) and its rewards 0;
 * the statistics of the per-turn advantages go to RL2's own logger (``rank0_log``: its console
-  line and Weights & Biases) as ``gem/advantage_mean``, ``_std``, ``_min`` and ``_max``. RL2
+  line and Weights & Biases) as ``gem/advantage_mean``, ``_std``, ``_min`` and ``_max``, with the
+  share of the batch's episodes that failed, ``gem/failed_rate`` and ``gem/failed_<kind>``. RL2
   0.0.2's rollout logs a fixed set (``n_turns``, ``scores``, response lengths): an environment has
   no way into it, so RL2 runs log no success or format-error rate.
 """
@@ -37,10 +43,16 @@ FUNCTION = "compute_advantages"
 @torch.no_grad()
 def gem_advantages(estimator: str, config: Any, tensor_dict: dict[str, Any], cu_seqs: Any) -> dict[str, float]:
     """Set ``tensor_dict["advantages"]`` with GEM's ``estimator`` (see the module documentation);
-    ``config`` is RL2's ``adv`` section. Returns the statistics of the batch's per-turn advantages."""
+    ``config`` is RL2's ``adv`` section. Returns the statistics of the batch's per-turn advantages
+    and the shares of its episodes that failed."""
+    spans = list(zip(cu_seqs[:-1].tolist(), cu_seqs[1:].tolist()))
+    failed = [bool(tensor_dict["rewards"][start:end].isnan().any()) for start, end in spans]
+    for (start, end), is_failed in zip(spans, failed):
+        if is_failed:  # no token of it trains
+            tensor_dict["action_mask"][start:end] = 0
+            tensor_dict["rewards"][start:end] = 0
     rewards, mask = tensor_dict["rewards"], tensor_dict["action_mask"]
     width = mask.shape[1] + 1  # each row, then a 0 that keeps turns of adjacent rows apart
-    spans = list(zip(cu_seqs[:-1].tolist(), cu_seqs[1:].tolist()))
 
     def trajectories(rows: torch.Tensor) -> torch.Tensor:
         rows = torch.nn.functional.pad(rows, (0, 1))
@@ -49,13 +61,19 @@ def gem_advantages(estimator: str, config: Any, tensor_dict: dict[str, Any], cu_
 
     groups = [index // int(config.responses_per_prompt) for index in range(len(spans))]
     turns = trajectories(mask.long())
+    valid = [not is_failed for is_failed in failed]
     advantages, _ = token_estimate(estimator, trajectories(rewards.double()), turns,
-                                   gamma=float(config.gamma), group_ids=groups)
+                                   gamma=float(config.gamma), group_ids=groups, valid=valid)
     out = torch.zeros(mask.shape, dtype=torch.float32)
     for row, (start, end) in zip(advantages, spans):
         out[start:end] = row[:(end - start) * width].view(end - start, width)[:, :-1].float()
     tensor_dict["advantages"] = out
-    return token_advantage_stats(advantages, turns)
+    from gem_adapters.rl2.rollout import failures_since
+    from gem_core.episodes import FAILURE_KINDS
+
+    kinds, total = failures_since(sum(failed)), max(len(spans), 1)
+    return {**token_advantage_stats(advantages, turns, valid), "failed_rate": sum(failed) / total,
+            **{f"failed_{kind}": kinds.count(kind) / total for kind in FAILURE_KINDS}}
 
 
 def gem_compute_advantages(estimator: str) -> Any:

@@ -8,7 +8,8 @@ options of the run. For each row:
 
 * the row's ``extra_info`` (``env_id``, ``seed``) names the environment and its seed; an
   :class:`~gem_adapters.common.session.EnvSession` makes it with the configured wrappers, honours
-  ``max_turns``, and ends the episode truncated (stop ``env_error``) if the environment raises;
+  ``max_turns`` and ``episode_deadline``, and fails the episode if the environment breaks or the
+  deadline passes;
 * the first observation becomes the prompt through the model's chat template, and each next
   observation follows the answer as a user message rendered by the same template, so
   ``next_state`` extends ``state_text + action_text`` and RL2 keeps the episode in one sequence;
@@ -21,12 +22,25 @@ its turn. So the environment file also wraps RL2's ``async_generate`` (:func:`re
 each episode's step reads the token ids of the answer it is given, and an answer cut before its
 end-of-turn token gets that token before the next observation.
 
+**A failed episode** ends at the step that failed (``done``), with reward NaN on that turn's last
+action token: RL2 keeps the environment's reward per token and nothing else, so "not a number"
+is how the failure reaches GEM's ``compute_advantages`` on rank 0
+(:mod:`gem_adapters.rl2.advantages`), which leaves the episode out of its statistics and sets its
+``action_mask`` to 0 (no token of it trains in RL2's actor). Its ``score`` is 0. Only GEM's
+estimator reads that mark: with RL2's own (no ``gem.estimator``) a failed episode is trained on
+with reward 0, as RL2 has no way to leave it out, and the file says so once (a warning). The
+failure's kind is kept for GEM's log line (:func:`failures_since`). RL2 generates on its own and
+calls ``step`` between its generations, so a deadline that passes while RL2 generates ends the
+episode at the next step; RL2 0.0.2 has no deadline of its own over a rollout.
+
 RL2 git HEAD replaced this hook with ``generate(config, tokenizer, router_url, sample)``, in which
 the environment file generates too; this adapter serves RL2 0.0.2 only.
 """
 
 from __future__ import annotations
 
+import logging
+import math
 import weakref
 from collections.abc import Mapping
 from contextvars import ContextVar
@@ -36,6 +50,8 @@ from gem_adapters.common.chat import ChatFormat
 from gem_adapters.common.options import EpisodeOptions
 from gem_adapters.common.session import EnvSession
 from gem_core.errors import GemError
+
+logger = logging.getLogger("gem_adapters.rl2")
 
 #: The key of ``extra_info`` that carries a row's running episode from ``reset`` to ``step``.
 EPISODE_KEY = "gem_episode"
@@ -92,14 +108,51 @@ class GemEnvironment:
                            "'prompt' or 'messages' field, so RL2 skipped reset. Write the rows with "
                            "`gem rl2 config` (extra_info only).")
         answer = answer_ids(action_text)
-        outcome = await episode.session.step(self.chat.answer_content(answer))
+        session = episode.session
+        outcome = await session.step(self.chat.answer_content(answer))
         next_state = state_text + action_text
         if outcome.done:
             episode.close()
         else:
             next_state += self.chat.after_answer(answer, outcome.observation)
-        return {"next_state": next_state, "reward": outcome.reward, "score": outcome.reward,
+        reward = outcome.reward
+        if session.failure is not None:
+            FAILURES.append(session.failure.kind)
+            reward = failed_reward()
+        return {"next_state": next_state, "reward": reward, "score": 0.0 if session.failure else reward,
                 "done": outcome.done, "extra_info": extra_info}
+
+
+#: The kinds of the failures of the episodes played in this process, in order (see
+#: :func:`failures_since`).
+FAILURES: list[str] = []
+_warned = False  # that RL2's own estimator trains on failed episodes
+
+
+def failures_since(count: int) -> list[str]:
+    """The kinds of the latest ``count`` failures, forgetting every failure recorded so far. GEM's
+    ``compute_advantages`` calls it with the failed episodes of the batch it was given, which RL2
+    plays on rank 0 just before (an evaluation's failures, earlier, are dropped)."""
+    latest = FAILURES[len(FAILURES) - count:] if count else []
+    FAILURES.clear()
+    return latest
+
+
+def failed_reward() -> float:
+    """The reward that marks a failed episode's last turn: NaN, which GEM's estimator reads as
+    the failure, or 0.0 (with a warning, once) under RL2's own estimator, which cannot leave the
+    episode out and would turn a NaN into NaN advantages."""
+    from gem_adapters.rl2.advantages import installed
+
+    if installed() is not None:
+        return math.nan
+    global _warned
+    if not _warned:
+        _warned = True
+        logger.warning("A GEM episode failed, and RL2's own estimator (no gem.estimator) cannot leave it out of "
+                       "training: it is trained on with reward 0. Train with gem_adapters.rl2.train and "
+                       "gem.estimator=NAME to leave failed episodes out.")
+    return 0.0
 
 
 def answer_ids(action_text: str) -> list[int]:
@@ -142,7 +195,7 @@ def episode_start(extra_info: Mapping[str, Any] | None) -> tuple[str, int | None
 def environment(model: str, options: Mapping[str, Any] | None = None, *, tokenizer: Any = None) -> GemEnvironment:
     """The environment of an environment file: ``model`` names the tokenizer whose chat template
     formats the turns (RL2's ``actor.model_name``), ``options`` the episode options (``wrappers``,
-    ``max_turns``, ``max_tokens_per_turn``), checked here."""
+    ``max_turns``, ``max_tokens_per_turn``, ``episode_deadline``), checked here."""
     checked = EpisodeOptions.from_config(options, where="the options of the GEM environment file")
     record_answers()
     return GemEnvironment(model, checked, tokenizer)

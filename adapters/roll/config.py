@@ -198,7 +198,9 @@ def roll_config(settings: RunSettings) -> dict[str, Any]:
                 "env_config": {"gem": {"wrappers": list(settings.options.wrappers),
                                        "max_turns": settings.options.max_turns,
                                        **({"env_pool": dict(settings.options.env_pool)}
-                                          if settings.options.env_pool else {})}},
+                                          if settings.options.env_pool else {}),
+                                       **({"episode_deadline": settings.options.episode_deadline}
+                                          if settings.options.episode_deadline else {})}},
             }
             for env_id in settings.env_ids
         },

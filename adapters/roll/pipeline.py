@@ -11,6 +11,13 @@ per turn, from a step env manager).
 
 The swap replaces the name ``compute_response_level_rewards`` in ROLL's pipeline module while
 ``run`` runs (the pipeline runs once per driver process), and puts ROLL's function back after.
+
+Failed episodes (their samples' ``gem_failure`` field, which GEM's env managers set, see
+:mod:`gem_adapters.roll.env_managers`) leave the estimator's statistics, get 0, and their samples'
+``response_mask`` (and ``final_response_mask``) becomes 0: ROLL's agentic actor takes
+``response_mask`` as its loss mask (and counts its tokens for the loss normalisation), so no token
+of them trains. The step's metrics get ``gem/failed_rate`` and ``gem/failed_<kind>``, the share of
+the batch's episodes that failed.
 """
 
 from __future__ import annotations
@@ -30,17 +37,12 @@ except ImportError as error:
 
 def response_level_rewards(estimator: str, batch: Any, pipeline_config: Any) -> tuple[Any, dict[str, float]]:
     """Stands in for ROLL's ``compute_response_level_rewards``: GEM's advantages as each sample's
-    ``response_level_rewards``."""
-    import torch
+    ``response_level_rewards`` (see :func:`gem_adapters.roll.advantages.response_level_rewards`)."""
+    from gem_adapters.roll.advantages import response_level_rewards as gem_values
 
-    from gem_adapters.roll.advantages import step_advantages
-
-    data = batch.non_tensor_batch
-    values = step_advantages(estimator, data["traj_id"], data["step"], data["step_scores"],
-                             gamma=float(pipeline_config.step_reward_gamma), group_ids=data.get("traj_group_id"))
-    scores = batch.batch["step_rewards"]
-    batch.batch["response_level_rewards"] = torch.as_tensor(values, dtype=scores.dtype, device=scores.device)
-    return batch, {f"critic/gem_{estimator}/mean": float(values.mean())}
+    metrics = gem_values(estimator, batch.batch, batch.non_tensor_batch,
+                         gamma=float(pipeline_config.step_reward_gamma))
+    return batch, metrics
 
 
 def check_config(pipeline_config: Any) -> None:

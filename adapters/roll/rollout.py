@@ -13,14 +13,22 @@ registered entry point is :class:`RollEnv`, which plays one GEM adapters environ
   ``StepEnvManager`` reads that key; GEM environments state their task in the first observation).
 * ``step`` returns ``terminated`` True whenever the episode is over, since ROLL's env managers end
   an episode only on ``terminated``; ``truncated`` then says it was cut short (the environment's
-  own limit, ``max_turns``, or an environment that failed: logged, never raised).
-* ``info`` holds only what ROLL reads, since ROLL merges it into its own per-step records:
-  ``use_tool`` (a tool answered, so ``TrajEnvManager`` sends the observation as a tool message),
-  ``metrics`` (the numeric values of the GEM info, plus ``env_error``, and the episode so far as
-  ``gem_turns``, ``gem_terminated``, ``gem_success`` and ``gem_format_error``, see
-  :meth:`~gem_adapters.common.session.EnvSession.metrics`) and ``metrics_agg_mode``: ROLL
-  aggregates each metric over the episode's steps (the mean, or ``last`` for the ``gem_``
-  numbers, so that they are the episode's) and logs it as ``env/<tag>/<key>``.
+  own limit, ``max_turns``, or a failed episode: logged, never raised).
+* ``info`` holds only what ROLL and GEM's env managers read, since ROLL merges it into its own
+  per-step records: ``use_tool`` (a tool answered, so ``TrajEnvManager`` sends the observation as
+  a tool message), ``metrics`` (the numeric values of the GEM info, and the episode so far as
+  ``gem_turns``, ``gem_terminated``, ``gem_success``, ``gem_format_error``, ``gem_failed`` and
+  ``gem_failed_<kind>``, see :meth:`~gem_adapters.common.session.EnvSession.metrics`),
+  ``metrics_agg_mode`` (ROLL aggregates each metric over the episode's steps, the mean, or
+  ``last`` for the ``gem_`` numbers, so that they are the episode's, and logs it as
+  ``env/<tag>/<key>``) and ``gem_failure`` (the failure's kind once the episode failed, else
+  ``""``), which GEM's env managers put on the episode's step samples
+  (:mod:`gem_adapters.roll.env_managers`).
+
+A failed episode (its environment broke, or ``gem.episode_deadline`` passed) ends at the step
+that failed, with reward 0 and its environment closed; the next reset makes a fresh one. ROLL
+generates on its own between steps, so a deadline that passes while ROLL generates ends the
+episode at the next step.
 """
 
 from __future__ import annotations
@@ -35,6 +43,8 @@ from gem_adapters.roll import PREFIX
 from gem_core.errors import GemError, MissingDependencyError
 
 ENTRY_POINT = "gem_adapters.roll.rollout:RollEnv"
+#: The key of a step's info, and of a step sample's non-tensor fields, that holds the failure kind.
+FAILURE_KEY = "gem_failure"
 
 
 def gem_module() -> Any:
@@ -94,10 +104,12 @@ class RollEnv(_base_class()):  # type: ignore[misc]
     def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
         outcome = self._run(self._session.step(action))
         episode = {f"gem_{key}": value for key, value in self._session.metrics().items()}
+        failure = self._session.failure
         info = {
             "use_tool": bool(outcome.info.get("use_tool", False)),
-            "metrics": {**numeric_values(outcome.info), "env_error": float(outcome.stop == "env_error"), **episode},
+            "metrics": {**numeric_values(outcome.info), **episode},
             "metrics_agg_mode": dict.fromkeys(episode, "last"),  # the episode's numbers at its end
+            FAILURE_KEY: "" if failure is None else failure.kind,
         }
         return outcome.observation, outcome.reward, outcome.done, outcome.done and not self._session.terminated, info
 

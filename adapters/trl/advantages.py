@@ -19,6 +19,10 @@ episode), the GEM estimator runs once over the whole generation batch with ``gam
 own episodes, as TRL does with its own advantages. Each turn's advantage goes on every model token
 of that turn; environment tokens and padding get 0. The statistics of the batch's per-turn
 advantages go to TRL's log as ``gem/advantage_mean``, ``_std``, ``_min`` and ``_max``.
+
+A failed episode (the rollout's ``gem_failure``) is left out of the statistics (ReBN's mean and
+std over every process, its group's baseline: the group keeps its valid members) and gets 0 on
+every token; the rollout already set its ``env_mask``, and so TRL's loss mask, to 0.
 """
 
 from __future__ import annotations
@@ -32,11 +36,12 @@ from gem_core.estimators import advantage_stats
 
 
 def batch_turn_advantages(estimator: str, turn_rewards: Sequence[Sequence[float]], *, gamma: float,
-                          group_size: int) -> list[Any]:
+                          group_size: int, valid: Sequence[bool] | None = None) -> list[Any]:
     """Per-turn advantages (one float64 array per episode) of a whole batch whose episodes come in
-    groups of ``group_size`` consecutive episodes from one start."""
+    groups of ``group_size`` consecutive episodes from one start; ``valid`` (one flag per episode)
+    leaves the failed ones out."""
     group_ids = [index // group_size for index in range(len(turn_rewards))]
-    advantages, _ = turn_estimate(estimator, turn_rewards, gamma=gamma, group_ids=group_ids)
+    advantages, _ = turn_estimate(estimator, turn_rewards, gamma=gamma, group_ids=group_ids, valid=valid)
     return advantages
 
 
@@ -66,14 +71,17 @@ def gem_advantages(trainer: Any, inputs: Sequence[dict[str, Any]], width: int, *
     from accelerate.utils import gather_object
 
     try:
-        local = [[float(r) for r in row["gem_turn_rewards"]] for row in inputs]
+        local = [([float(r) for r in row["gem_turn_rewards"]], row.get("gem_failure") is None) for row in inputs]
         spans = [row["gem_turn_spans"] for row in inputs]
     except KeyError as missing:
         raise GemError(f"The rollout gave no {missing} for the batch; GEM's estimators need the GEM "
                        "rollout (gem_adapters.trl.EpisodeRollout).") from None
     everyone = gather_object(local) if trainer.accelerator.num_processes > 1 else local
-    per_turn = batch_turn_advantages(estimator, everyone, gamma=gamma, group_size=group_size)
-    for key, value in advantage_stats(per_turn).items():  # over every process's turns
+    valid = [counts for _, counts in everyone]
+    per_turn = batch_turn_advantages(estimator, [rewards for rewards, _ in everyone], gamma=gamma,
+                                     group_size=group_size, valid=valid)
+    counted = [values for values, counts in zip(per_turn, valid) if counts]
+    for key, value in advantage_stats(counted).items():  # over every process's valid turns
         trainer._metrics["train"][f"gem/{key}"].append(value)
     first = trainer.accelerator.process_index * len(local)
     mine = per_turn[first:first + len(local)]

@@ -103,14 +103,14 @@ def trl_config(settings: RunSettings, train: Path, val: Path) -> dict[str, Any]:
               "gem_mode": settings.mode}
     if settings.mode == FACTORY:
         gem = {"gem_env_ids": list(settings.env_ids), "gem_wrappers": list(settings.options.wrappers),
-               "gem_max_turns": settings.options.max_turns}
+               "gem_max_turns": settings.options.max_turns, "gem_episode_deadline": settings.options.episode_deadline}
         # TRL's tool loop: the whole episode after the prompt within max_completion_length
         turns = {"max_completion_length": settings.response_length,
                  **({"max_tool_calling_iterations": settings.options.max_turns} if settings.options.max_turns else {})}
     else:
         gem = {"gem_estimator": settings.estimator, "gem_gamma": settings.gamma,
                "gem_wrappers": list(settings.options.wrappers), "gem_max_turns": settings.options.max_turns,
-               "gem_episode_tokens": settings.response_length}
+               "gem_episode_deadline": settings.options.episode_deadline, "gem_episode_tokens": settings.response_length}
         turns = {"max_completion_length": settings.options.max_tokens_per_turn or settings.response_length}
     return {
         **common,

@@ -20,10 +20,15 @@ which receive the environment objects as ``environments``.
   ``seed``; ``get_reward`` returns the episode's return, the undiscounted sum of its turns'
   rewards; ``info`` holds the per-turn rewards, why the episode stopped and whether it was won.
 
-An environment that fails (at reset or at a step) ends that episode, as
-:class:`~gem_adapters.common.session.EnvSession` says, and the batch goes on; a tool call with
-wrong arguments raises a ``TypeError`` that TRL shows the model, and the episode goes on. Once the
-episode is over, further calls answer that it is over and change nothing.
+An environment that fails (at reset or at a step), or an episode past ``episode_deadline``, fails
+that episode, as :class:`~gem_adapters.common.session.EnvSession` says, and the batch goes on; a
+tool call with wrong arguments raises a ``TypeError`` that TRL shows the model, and the episode
+goes on. Once the episode is over, further calls answer that it is over and change nothing. A
+failed episode's reward is None (``info["failure"]`` says why): TRL 1.16 leaves a completion
+whose every reward is None out of its reward statistics and group baselines and gives it
+advantage 0, so with ``beta`` 0 none of its tokens trains; TRL before that sums rewards with
+``nansum``, which counts it as 0. TRL runs the tool loop, so a deadline that passes while TRL
+generates ends the episode at its next tool call.
 
 .. code-block:: python
 
@@ -41,6 +46,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import dataclasses
 import math
 import re
 import weakref
@@ -69,7 +75,8 @@ class GemEnvironment:
     def __init__(self) -> None:
         self._session: EnvSession | None = None
         #: The episode so far: ``env_id``, ``seed``, ``turn_rewards``, ``stop`` (None while it goes
-        #: on, else why it ended), ``success`` (won, as ``gem train`` counts it) and ``error``.
+        #: on, else why it ended), ``success`` (won, as ``gem train`` counts it), ``error`` and
+        #: ``failure`` (kind, error, phase, turn; None unless it failed).
         self.info: dict[str, Any] = {}
 
     def reset(self, **row: Any) -> str:
@@ -89,7 +96,7 @@ class GemEnvironment:
         self._session.seed = seed
         observation = _run(self._session.reset())
         self.info = {"env_id": self.env_id, "seed": seed, "turn_rewards": [], "stop": self._session.stop,
-                     "success": False, "error": self._session.error}
+                     "success": False, "error": self._session.error, "failure": failure_record(self._session)}
         return observation
 
     def act(self, action: str) -> str:
@@ -112,7 +119,7 @@ class GemEnvironment:
             return f"The episode is over ({session.stop}); nothing more can be done in it."
         outcome = _run(session.step(action))
         self.info.update(turn_rewards=list(session.rewards), stop=session.stop, error=session.error,
-                         success=session.success)
+                         success=session.success, failure=failure_record(session))
         return outcome.observation
 
     def _call_tool(self, function: str, arguments: dict[str, Any]) -> str:
@@ -130,23 +137,32 @@ class GemEnvironment:
         return self._play(action)
 
     @property
-    def episode_return(self) -> float:
-        """The undiscounted sum of the episode's rewards so far."""
-        return math.fsum(self._session.rewards) if self._session is not None else 0.0
+    def episode_return(self) -> float | None:
+        """The undiscounted sum of the episode's rewards so far; None when it failed."""
+        if self._session is None:
+            return 0.0
+        return None if self._session.failure is not None else math.fsum(self._session.rewards)
+
+
+def failure_record(session: EnvSession) -> dict[str, Any] | None:
+    """The session's failure as plain data (None when it did not fail)."""
+    return None if session.failure is None else dataclasses.asdict(session.failure)
 
 
 class EnvironmentReward:
     """``get_reward`` for TRL 1.8 and later. On older TRL every public method is a tool, so the
     classes there leave it out and :func:`environment_return` scores the episodes."""
 
-    def get_reward(self) -> float:
-        """The episode's return: the undiscounted sum of its turns' rewards."""
+    def get_reward(self) -> float | None:
+        """The episode's return: the undiscounted sum of its turns' rewards; None when the episode
+        failed (TRL then leaves it out)."""
         return self.episode_return  # type: ignore[attr-defined]
 
 
-def environment_return(environments: Sequence[Any] | None = None, **_unused: Any) -> list[float]:
+def environment_return(environments: Sequence[Any] | None = None, **_unused: Any) -> list[float | None]:
     """TRL reward function for TRL 0.29 to 1.7 (which have no ``get_reward``): each rollout's
-    episode return. Later TRL calls ``get_reward`` itself; leave this out there."""
+    episode return (None for a failed one). Later TRL calls ``get_reward`` itself; leave this out
+    there."""
     if not environments:
         raise GemError("environment_return scores GEM environments: use it with "
                        "GRPOTrainer(environment_factory=gem_adapters.trl.environment_factory(...)).")

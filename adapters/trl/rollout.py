@@ -14,30 +14,34 @@ resets it with the row's seed, and the episode goes on turn by turn:
 * the answer's text, without special tokens, steps the environment; the observation follows the
   answer's token ids as a user message, rendered by the model's chat template (:class:`ChatFormat`),
   after the end-of-turn token when the answer was cut before it;
-* the episode ends when the environment ends it, at ``max_turns``, when an environment error ends
-  it truncated (the batch goes on), or when the next turn would not fit ``episode_tokens`` (every
-  model and environment token after the prompt).
+* the episode ends when the environment ends it, at ``max_turns``, when it fails (the environment
+  broke or ``episode_deadline`` passed; the batch goes on), or when the next turn would not fit
+  ``episode_tokens`` (every model and environment token after the prompt).
 
 TRL gets ``prompt_ids`` (the first observation through the chat template), ``completion_ids``
 (every turn's answer and the environment's text between), ``env_mask`` (1 on the model's tokens;
 TRL multiplies its loss mask by it), ``logprobs`` (vLLM's, 0 on environment tokens; None under
 transformers), and per episode ``gem_turn_rewards``, ``gem_turn_spans`` (each turn's [start, end)
-in the completion), ``gem_stop``, ``gem_success`` (won, as ``gem train`` counts it) and
-``gem_format_error`` (the last turn was one), which reach the reward functions,
-:mod:`~gem_adapters.trl.advantages` and the trainer's log.
+in the completion), ``gem_stop``, ``gem_success`` (won, as ``gem train`` counts it),
+``gem_format_error`` (the last turn was one) and ``gem_failure`` (the failure's kind, error, phase
+and turn, or None), which reach the reward functions, :mod:`~gem_adapters.trl.advantages` and the
+trainer's log. A failed episode's ``env_mask`` is 0 on every token, so TRL's loss mask trains none
+of it. TRL generates every running episode's turn in one batch and GEM steps them in between, so a
+deadline that passes while TRL generates ends the episode at its next step.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from gem_adapters.common.chat import ChatFormat
 from gem_adapters.common.options import EpisodeOptions
+from gem_adapters.common.session import FAILED, EnvSession
 from gem_adapters.common.session import STOP_REASONS as SESSION_STOPS
-from gem_adapters.common.session import EnvSession
 from gem_core.errors import GemError
 
 #: Why an episode stopped (``gem_stop``): the session's reasons, or the episode's token budget.
@@ -95,16 +99,19 @@ class EpisodeRollout:
         finally:
             for episode in episodes:
                 episode.session.close()
+        failures = [e.session.failure for e in episodes]
         return {
             "prompt_ids": [e.prompt_ids for e in episodes],
             "completion_ids": [e.completion_ids for e in episodes],
             "logprobs": [e.logprobs for e in episodes] if trainer.use_vllm else None,
-            "env_mask": [e.env_mask for e in episodes],
+            "env_mask": [e.env_mask if failure is None else [0] * len(e.env_mask)
+                         for e, failure in zip(episodes, failures)],
             "gem_turn_rewards": [list(e.session.rewards) for e in episodes],
             "gem_turn_spans": [list(e.turn_spans) for e in episodes],
             "gem_stop": [e.stop for e in episodes],
             "gem_success": [e.session.success for e in episodes],
             "gem_format_error": [bool(e.session.metrics()["format_error"]) for e in episodes],
+            "gem_failure": [None if failure is None else dataclasses.asdict(failure) for failure in failures],
         }
 
     def chat_format(self, tokenizer: Any) -> ChatFormat:
@@ -123,8 +130,13 @@ class EpisodeRollout:
             for session in sessions:
                 session.close()
             raise
-        return [PlayedEpisode(session, chat.encode(chat.first(observation)))
-                for session, observation in zip(sessions, observations)]
+        episodes = [PlayedEpisode(session, chat.encode(chat.first(observation)))
+                    for session, observation in zip(sessions, observations)]
+        for episode in episodes:
+            if episode.session.failure is not None:  # it never started: nothing to generate for it
+                episode.add([chat.tokenizer.eos_token_id], model=False)  # TRL needs a completion token
+                episode.stop = FAILED
+        return episodes
 
     def _play(self, episodes: list[PlayedEpisode], trainer: Any, chat: ChatFormat) -> None:
         while True:

@@ -45,6 +45,9 @@ class GemArguments:
                                                                      "rollout mode only)."})
     gem_wrappers: list[str] = field(default_factory=list, metadata={"help": "GEM wrappers, innermost first."})
     gem_max_turns: int | None = field(default=None, metadata={"help": "Stop episodes after this many turns."})
+    gem_episode_deadline: float | None = field(default=None, metadata={
+        "help": "Seconds of wall clock an episode may take, environment and sampling together; past it the episode "
+                "fails and is left out of training."})
     gem_episode_tokens: int | None = field(default=None, metadata={
         "help": "Token budget of an episode after its prompt (model turns and observations; rollout mode only: "
                 "in factory mode TRL's max_completion_length bounds the whole episode)."})
@@ -58,7 +61,8 @@ def build_trainer(gem: GemArguments, grpo) -> object:
 
     if gem.gem_mode not in MODES:
         raise GemError(f"gem_mode must be {' or '.join(map(repr, MODES))}, not {gem.gem_mode!r}.")
-    options = EpisodeOptions.from_config({"wrappers": gem.gem_wrappers, "max_turns": gem.gem_max_turns},
+    options = EpisodeOptions.from_config({"wrappers": gem.gem_wrappers, "max_turns": gem.gem_max_turns,
+                                          "episode_deadline": gem.gem_episode_deadline},
                                          where="the gem_* keys of the TRL config")
     files = {"train": gem.train_file, **({"eval": gem.eval_file} if gem.eval_file else {})}
     for path in files.values():

@@ -38,9 +38,13 @@ DEFAULT_GENERATIONS = 8  # GRPOConfig's num_generations when no config is given
 
 
 def episode_return(prompts: list[Any], completions: list[Any], gem_turn_rewards: list[list[float]],
-                   **_unused: Any) -> list[float]:
-    """TRL reward function: an episode's undiscounted return, the sum of its turns' rewards."""
-    return [math.fsum(rewards) for rewards in gem_turn_rewards]
+                   gem_failure: list[Any] | None = None, **_unused: Any) -> list[float | None]:
+    """TRL reward function: an episode's undiscounted return, the sum of its turns' rewards; None
+    for a failed episode, which TRL leaves out of its reward statistics and group baselines
+    (advantage 0)."""
+    failures = gem_failure or [None] * len(gem_turn_rewards)
+    return [None if failure is not None else math.fsum(rewards)
+            for rewards, failure in zip(gem_turn_rewards, failures)]
 
 
 def check_estimator(estimator: str, group_size: int) -> str | None:
@@ -96,17 +100,31 @@ class GemGRPOTrainer(GRPOTrainer):
 
     def _log_episodes(self, inputs: list[dict[str, Any]], mode: str) -> None:
         """Turns per episode, the share of episodes the environment ended, the share won and the
-        share that ended on a format error (as `gem train` counts them), over all processes."""
+        share that ended on a format error, over the episodes that did not fail (as `gem train`
+        counts them), and the shares of all episodes that failed, ``gem/failed_rate`` and
+        ``gem/failed_<kind>``; over all processes."""
         import torch
 
-        local = [[float(len(row["gem_turn_rewards"])), float(row["gem_stop"] == "terminated"),
-                  float(row["gem_success"]), float(row["gem_format_error"])] for row in inputs]
-        sums = torch.tensor(local, dtype=torch.float64).sum(dim=0).tolist()
+        from gem_core.episodes import FAILURE_KINDS
+
+        local = []
+        for row in inputs:
+            kind = (row.get("gem_failure") or {}).get("kind")
+            valid = float(kind is None)
+            local.append([valid * len(row["gem_turn_rewards"]), valid * (row["gem_stop"] == "terminated"),
+                          valid * row["gem_success"], valid * row["gem_format_error"], valid,
+                          *(float(kind == k) for k in FAILURE_KINDS)])
+        width = 5 + len(FAILURE_KINDS)
+        sums = torch.tensor(local, dtype=torch.float64).view(-1, width).sum(dim=0).tolist()
         stats = self.accelerator.gather(torch.tensor([*sums, len(inputs)], dtype=torch.float32,
                                                      device=self.accelerator.device))
-        turns, ended, won, format_errors, episodes = stats.view(-1, 5).sum(dim=0).tolist()
-        episodes = max(episodes, 1.0)
-        self._metrics[mode]["gem/turns"].append(turns / episodes)
-        self._metrics[mode]["gem/terminated"].append(ended / episodes)
-        self._metrics[mode]["gem/success_rate"].append(won / episodes)
-        self._metrics[mode]["gem/format_error_rate"].append(format_errors / episodes)
+        totals = stats.view(-1, width + 1).sum(dim=0).tolist()
+        turns, ended, won, format_errors, valid, *failed, episodes = totals
+        valid, episodes = max(valid, 1.0), max(episodes, 1.0)
+        self._metrics[mode]["gem/turns"].append(turns / valid)
+        self._metrics[mode]["gem/terminated"].append(ended / valid)
+        self._metrics[mode]["gem/success_rate"].append(won / valid)
+        self._metrics[mode]["gem/format_error_rate"].append(format_errors / valid)
+        self._metrics[mode]["gem/failed_rate"].append(sum(failed) / episodes)
+        for kind, count in zip(FAILURE_KINDS, failed):
+            self._metrics[mode][f"gem/failed_{kind}"].append(count / episodes)

@@ -5,12 +5,16 @@ verl hands an estimator ``token_level_rewards`` and ``response_mask`` (rows x re
 agent loop each row holds one episode and each turn's reward sits on that turn's last model token,
 so :func:`gem_adapters.common.estimators.token_estimate` reads the per-turn rewards back, runs the
 GEM estimator with ``algorithm.gamma`` and puts each turn's advantage on its tokens. With verl's
-KL-in-reward penalty on, a turn's reward is the sum over its tokens.
+KL-in-reward penalty on, a turn's reward is the sum over its tokens. A row whose
+``response_mask`` has no 1 is a failed episode (the agent loop writes one so, see
+:mod:`gem_adapters.verl.rollout`): it is left out of the statistics and gets 0; a group
+estimator keeps the rest of its ``index`` group.
 
 Inside verl every GEM estimator is named ``gem_<name>`` (``gem_rebn``, ``gem_grpo``, ...), and
 ReBN is also plainly ``rebn``. Each call logs one line (logger ``gem_adapters.verl``, INFO) with the
-turns it saw and the mean and standard deviation of their returns and advantages, which is how a
-run's log shows that GEM's estimator made the advantages verl trained on.
+turns it saw, the failed episodes it left out, and the mean and standard deviation of the returns
+and advantages, which is how a run's log shows that GEM's estimator made the advantages verl
+trained on.
 """
 
 from __future__ import annotations
@@ -59,8 +63,9 @@ def summary(advantages: Any, returns: Any, response_mask: Any) -> str:
         return (f"mean {values.mean().item():.4f}, std {values.std(unbiased=False).item():.4f}, "
                 f"min {values.min().item():.4f}, max {values.max().item():.4f}")
 
-    return (f"{int(ends.sum())} turns in {mask.shape[0]} episodes; returns {stats(turn_returns)}; "
-            f"advantages {stats(turn_advantages)}")
+    failed = int((~mask.any(dim=1)).sum())
+    return (f"{int(ends.sum())} turns in {mask.shape[0] - failed} episodes ({failed} failed, left out); "
+            f"returns {stats(turn_returns)}; advantages {stats(turn_advantages)}")
 
 
 def gamma_of(config: Any) -> float:

@@ -33,18 +33,35 @@ chat template inserted; ``rm_scores`` holds each turn's reward on that turn's la
 which is where GEM's estimators inside verl (``algorithm.adv_estimator=rebn``) read per-turn
 rewards from. Needs verl's v1 trainer (``trainer.use_v1=true``, verl's default).
 
+**A failed episode** (its environment broke, or ``gem.episode_deadline`` passed; see
+:mod:`gem_adapters.common.session`) keeps the tokens it played, with ``response_mask`` 0 on every
+one of them and no reward. verl trains with ``response_mask`` as the loss mask, so none of its
+tokens reaches the gradient (verl's ``agg_loss`` also leaves fully masked rows out of its
+per-sequence means), and GEM's estimators, which see only token tensors, read a row without a
+model turn as a failed episode and leave it out of their statistics (ReBN's mean and std, a
+group's baseline). ``extra_fields["gem_failure"]`` holds the failure (kind, error, phase, turn)
+and ``gem_stop`` is ``failed``. The deadline covers the whole episode (the environment's calls
+and the server's generations: the loop is cancelled at the deadline, which abandons the request
+it awaits); verl has no deadline of its own over a step's rollouts, so with GEM's a step waits at
+most one episode deadline for its slowest row.
+
 What verl's loggers (``trainer.logger``) get: each step verl logs the episodes' turns
 (``num_turns/*``: verl counts messages, two per turn), their returns (``critic/score/*``) and the
 estimator's advantages (``critic/advantages/*``) itself. The episode's numbers
 (:meth:`~gem_adapters.common.session.EnvSession.metrics`: ``turns``, ``terminated``, ``success``,
-``format_error``) ride in ``extra_fields["reward_extra_info"]``, which verl logs for validation
+``format_error``, ``failed`` and ``failed_<kind>``, whose means are the shares of failed
+episodes) ride in ``extra_fields["reward_extra_info"]``, which verl logs for validation
 (``val-aux/<data source>/<name>/...``) and writes with each step's dumped rollouts
 (``trainer.rollout_data_dir``); its v1 training step logs a fixed set, with no way in for them.
+GEM's estimator logs the failed rows it left out of each training batch (logger
+``gem_adapters.verl``, see :mod:`gem_adapters.verl.advantages`).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
+from dataclasses import dataclass, field
 from typing import Any
 from uuid import uuid4
 
@@ -54,8 +71,8 @@ from verl.utils.rollout_trace import rollout_trace_op
 
 from gem_adapters.common.chat import ChatFormat
 from gem_adapters.common.options import EpisodeOptions
+from gem_adapters.common.session import FAILED, EnvSession
 from gem_adapters.common.session import STOP_REASONS as SESSION_STOPS
-from gem_adapters.common.session import EnvSession
 from gem_adapters.common.turns import rewards_on_turn_ends, turn_end_positions
 from gem_adapters.verl import AGENT_LOOP_NAME
 from gem_core.errors import GemError
@@ -100,92 +117,137 @@ class GemAgentLoop(AgentLoopBase):
     async def run(self, sampling_params: dict[str, Any], **kwargs: Any) -> GemAgentLoopOutput:
         env_id, seed = episode_source(kwargs)
         with EnvSession.start(env_id, seed, self.options) as session:
-            return await self.play(session, sampling_params)
+            played = Played()
+            await session.within_deadline(self.play(session, sampling_params, played))
+            if session.failure is not None:
+                return await self.failed_output(session, played)
+            return self.output(session, played)
 
-    async def play(self, session: EnvSession, sampling_params: dict[str, Any]) -> GemAgentLoopOutput:
-        """Play one episode; returns the tokens, masks and per-turn rewards."""
-        timing: dict[str, float] = {}
+    async def play(self, session: EnvSession, sampling_params: dict[str, Any], played: Played) -> None:
+        """Play one episode into ``played``: the tokens, masks and why it stopped."""
+        timing = played.timing
+        played.logprobs = [] if sampling_params.get("logprobs") else None
         with simple_timer("tool_calls", timing):
             observation = await session.reset()
+        if session.failure is not None:
+            return
         messages = [chat_message("user", observation, session.images)]
-        multi_modal_data = {"images": list(session.images)} if session.images else {}
-        self._assert_mm_supported(bool(multi_modal_data))
-        images = multi_modal_data.get("images")
-        tokens = await self.ct_build_initial_tokens(messages, images=images)
-        num_messages = 1  # messages whose tokens are in the sequence
-        mask: list[int] = []
-        logprobs: list[float] | None = [] if sampling_params.get("logprobs") else None
-        extra: dict[str, Any] = {}
-        preempted = -1
+        played.multi_modal_data = {"images": list(session.images)} if session.images else {}
+        self._assert_mm_supported(bool(played.multi_modal_data))
+        images = played.multi_modal_data.get("images")
+        played.tokens = await self.ct_build_initial_tokens(messages, images=images)
+        played.prompt_length = len(played.tokens)
         request_id = uuid4().hex  # one id per episode: the server keeps its prefix cached
         while True:
-            budget = self.response_length - len(mask)
+            budget = self.response_length - len(played.mask)
             if budget <= 0:
-                stop = "response_length"
-                break
+                played.stop = "response_length"
+                return
             limit = min(budget, self.options.max_tokens_per_turn or budget)
             with simple_timer("generate_sequences", timing):
                 output = await self.server_manager.generate(
-                    request_id, prompt_ids=tokens, sampling_params={**sampling_params, "max_tokens": limit},
+                    request_id, prompt_ids=played.tokens, sampling_params={**sampling_params, "max_tokens": limit},
                     **({"image_data": images} if images else {}))
-            preempted = merge_server_fields(extra, output, preempted)
+            played.preempted = merge_server_fields(played.extra, output, played.preempted)
             generated = list(output.token_ids)
             if not generated:
                 if not session.rewards:
                     raise GemError("The model server returned no tokens for the first turn of an episode.")
-                stop = "empty_response"
-                break
-            tokens, mask = tokens + generated, mask + [1] * len(generated)
-            if logprobs is not None:
+                played.stop = "empty_response"
+                return
+            played.add(generated, model=True)
+            if played.logprobs is not None:
                 if output.log_probs is None or len(output.log_probs) != len(generated):
                     raise GemError("The model server returned no log-probability for each generated token, "
                                    "though the rollout asked for them.")
-                logprobs += list(output.log_probs)
-            num_messages += 1
+                played.logprobs[-len(generated):] = list(output.log_probs)
+            played.num_messages += 1
             with simple_timer("tool_calls", timing):
                 outcome = await session.step(self.chat.answer_content(generated))
             if outcome.done:
-                stop = outcome.stop
-                break
+                played.stop = outcome.stop
+                return
             if session.images:
                 raise GemError(f"{session.env_id} shows images after its first observation, which the gem "
                                "agent loop cannot give verl (its token builder adds images to the first prompt only).")
             between = self.chat.encode(self.chat.after_answer(generated, outcome.observation))
-            if len(mask) + len(between) >= self.response_length:  # the observation leaves no room to answer
-                stop = "response_length"
-                break
-            tokens, mask = tokens + between, mask + [0] * len(between)
-            if logprobs is not None:
-                logprobs += [0.0] * len(between)
-            num_messages += 1
+            if len(played.mask) + len(between) >= self.response_length:  # the observation leaves no room to answer
+                played.stop = "response_length"
+                return
+            played.add(between, model=False)
+            played.num_messages += 1
 
+    def output(self, session: EnvSession, played: Played) -> GemAgentLoopOutput:
+        """The output of an episode that did not fail: its tokens, masks and per-turn rewards."""
         rewards = session.rewards
-        runs = len(turn_end_positions(mask))
+        runs = len(turn_end_positions(played.mask))
         if runs != len(rewards):
             raise GemError(
                 f"The episode has {len(rewards)} turns but its response mask holds {runs} runs of "
                 "model tokens: a turn's tokens were merged with another's or dropped."
             )
-        split = len(tokens) - len(mask)
-        total = math.fsum(rewards)
-        extra.update({
+        return self._output(session, played, played.mask, rewards, math.fsum(rewards))
+
+    async def failed_output(self, session: EnvSession, played: Played) -> GemAgentLoopOutput:
+        """The output of a failed episode: what was played, with every token's mask 0 (no loss,
+        and no turn for GEM's estimators, which leave the row out of their statistics), no
+        reward, and the failure in ``extra_fields["gem_failure"]``."""
+        if played.tokens is None:  # it failed before its first prompt: one says so
+            played.tokens = await self.ct_build_initial_tokens(
+                [{"role": "user", "content": f"The episode failed ({session.error})."}])
+            played.prompt_length = len(played.tokens)
+        if not played.mask:  # verl needs a response token
+            played.add([self.tokenizer.eos_token_id], model=False)
+        played.stop = FAILED
+        return self._output(session, played, [0] * len(played.mask), [], 0.0)
+
+    def _output(self, session: EnvSession, played: Played, mask: list[int], rewards: list[float],
+                total: float) -> GemAgentLoopOutput:
+        tokens = played.tokens or []
+        failure = session.failure
+        played.extra.update({
             "turn_scores": rewards,
-            "gem_stop": stop,
-            "reward_extra_info": session.metrics(),  # turns, terminated, success, format_error
+            "gem_stop": played.stop,
+            "gem_failure": None if failure is None else dataclasses.asdict(failure),
+            "reward_extra_info": session.metrics(),  # turns, terminated, success, format_error, failed...
         })
         return GemAgentLoopOutput(
-            prompt_ids=tokens[:split],
-            response_ids=tokens[split:],
+            prompt_ids=tokens[:played.prompt_length],
+            response_ids=tokens[played.prompt_length:],
             response_mask=mask,
-            response_logprobs=logprobs,
+            response_logprobs=played.logprobs,
             reward_score=total,
             turn_rewards=rewards,
-            num_turns=num_messages,
-            metrics={"generate_sequences": timing.get("generate_sequences", 0.0),
-                     "tool_calls": timing.get("tool_calls", 0.0), "num_preempted": preempted},
-            extra_fields=extra,
-            multi_modal_data=multi_modal_data or None,
+            num_turns=played.num_messages,
+            metrics={"generate_sequences": played.timing.get("generate_sequences", 0.0),
+                     "tool_calls": played.timing.get("tool_calls", 0.0), "num_preempted": played.preempted},
+            extra_fields=played.extra,
+            multi_modal_data=played.multi_modal_data or None,
         )
+
+
+@dataclass
+class Played:
+    """An episode's sequence as it is played: ``tokens`` (the prompt's, then the response's),
+    the response ``mask`` (1 on model tokens) and ``logprobs``, and why it stopped. Kept outside
+    the play so that an episode cut by its deadline still has what it played."""
+
+    tokens: list[int] | None = None
+    prompt_length: int = 0
+    mask: list[int] = field(default_factory=list)
+    logprobs: list[float] | None = None
+    num_messages: int = 1  # messages whose tokens are in the sequence
+    stop: str | None = None
+    preempted: int = -1
+    extra: dict[str, Any] = field(default_factory=dict)
+    timing: dict[str, float] = field(default_factory=dict)
+    multi_modal_data: dict[str, Any] = field(default_factory=dict)
+
+    def add(self, ids: list[int], *, model: bool) -> None:
+        self.tokens = (self.tokens or []) + list(ids)
+        self.mask += [int(model)] * len(ids)
+        if self.logprobs is not None:
+            self.logprobs += [0.0] * len(ids)
 
 
 def episode_source(row: dict[str, Any]) -> tuple[str, int | None]:

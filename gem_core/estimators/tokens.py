@@ -66,27 +66,34 @@ def place_on_tokens(turn_values: Any, response_mask: Any, *, dtype: torch.dtype 
 
 
 def token_advantages(estimator: Any, token_level_rewards: Any, response_mask: Any, *, gamma: float,
-                     group_ids: Any = None, **options: Any) -> torch.Tensor:
+                     group_ids: Any = None, valid: Any = None, **options: Any) -> torch.Tensor:
     """Per-token advantages for rows that each hold one episode of several turns.
 
     Turn rewards are read from ``token_level_rewards`` (see :func:`turn_rewards`), the estimator
     (a registered name or function) runs on them with ``gamma``, ``group_ids`` (one per row) and
     ``options``, and each turn's advantage is put on all of that turn's tokens. The result has the
     shape, device and floating dtype of ``token_level_rewards``.
+
+    A row that counts for nothing (``valid`` False, one flag per row: a failed episode) or that
+    holds no model turn (its mask has no 1, as a training library writes a failed episode) is left
+    out of the estimator's statistics (see :mod:`gem_core.estimators.validity`) and gets 0; the
+    rewards of a row flagged invalid are never read.
     """
+    from gem_core.estimators.validity import valid_flags
+
     torch = import_torch()
     rewards = torch.as_tensor(token_level_rewards)
     mask = _as_mask(response_mask)
     ids, turns_per_row = turn_ids(mask)
     per_row = turns_per_row.cpu().numpy()
-    if per_row.size and int(per_row.min()) == 0:
-        row = int(np.argmin(per_row))
-        raise EstimatorInputError(
-            f"Row {row} has no turn (its response_mask has no 1): every row must hold an episode "
-            "with at least one model turn."
-        )
+    flagged = None if valid is None else valid_flags(valid, mask.shape[0])
+    counts = per_row > 0 if flagged is None else flagged & (per_row > 0)
+    if flagged is not None and not flagged.all():  # whatever they hold is not read
+        invalid = torch.as_tensor(~flagged, device=rewards.device)
+        rewards = torch.where(invalid[:, None], torch.zeros((), dtype=rewards.dtype, device=rewards.device), rewards)
     turn_rewards = _sum_per_turn(rewards, mask, ids, turns_per_row)
-    advantages = estimate_flat(estimator, turn_rewards, per_row, gamma=gamma, group_ids=group_ids, **options)
+    advantages = estimate_flat(estimator, turn_rewards, per_row, gamma=gamma, group_ids=group_ids,
+                               valid=None if counts.all() else counts, **options)
     dtype = rewards.dtype if rewards.is_floating_point() else torch.float32
     return _place(advantages, mask, ids, turn_rewards.size, dtype)
 

@@ -4,14 +4,30 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import subprocess
+import time
 
 import pytest
 
+import gem_core
 from gem_adapters.common.options import EpisodeOptions
 from gem_adapters.common.session import EnvSession
 from gem_core import Env, GemError, UnknownEnvError
+from gem_core.episodes import FAILURE_KINDS
+from gem_core.errors import SandboxFailure
 
 EASY = "game:GuessTheNumber-v0-easy"
+
+
+@pytest.fixture(autouse=True, scope="module")
+def test_envs():
+    """The module's environments, registered as a user's would be."""
+    ids = {"test:Closable-v0": Closable, "test:Hangs-v0": Hangs}
+    for env_id, cls in ids.items():
+        gem_core.register(env_id, cls)
+    yield
+    for env_id in ids:
+        gem_core.registry.deregister(env_id)
 
 
 def play(session: EnvSession, actions: list[str]):
@@ -68,9 +84,13 @@ def test_metrics_count_the_episode_as_gem_train_does():
         episode = Episode(EASY, seed, [Turn("", a, o.reward, o.stop == "terminated", o.stop == "truncated", o.info)
                                        for a, o in zip(actions, outcomes)])
         stats = episode_stats([episode])
-        assert session.metrics() == {"turns": len(outcomes), "terminated": float(session.terminated),
-                                     "success": stats["success_rate"], "format_error": stats["format_error_rate"]}, name
-    assert session.metrics() == {"turns": 1.0, "terminated": 0.0, "success": 0.0, "format_error": 0.0}
+        metrics = session.metrics()
+        assert {key: metrics[key] for key in ("turns", "terminated", "success", "format_error")} == {
+            "turns": len(outcomes), "terminated": float(session.terminated),
+            "success": stats["success_rate"], "format_error": stats["format_error_rate"]}, name
+        assert metrics["failed"] == stats["failed_rate"] == 0.0
+    assert session.metrics() == {"turns": 1.0, "terminated": 0.0, "success": 0.0, "format_error": 0.0, "failed": 0.0,
+                                 **{f"failed_{kind}": 0.0 for kind in FAILURE_KINDS}}
 
 
 class FailingStep(Env):
@@ -81,6 +101,12 @@ class FailingStep(Env):
     def step(self, action):
         if action == "boom":
             raise RuntimeError("disk on fire")
+        if action == "sandbox":
+            raise SandboxFailure("the container exited")
+        if action == "nan":
+            return "again", float("nan"), False, False, {}
+        if action == "garbage":
+            return "just a string"
         return "again", 0.5, False, False, {}
 
 
@@ -92,25 +118,144 @@ class FailingReset(FailingStep):
         raise OSError("no such puzzle")
 
 
-def test_an_environment_raising_in_step_ends_the_episode_truncated(caplog):
-    session = EnvSession(FailingStep(), "test:FailingStep", 3, EpisodeOptions())
+@pytest.mark.parametrize("action, kind, error", [
+    ("boom", "error", "RuntimeError: disk on fire"),
+    ("sandbox", "sandbox", "SandboxFailure: the container exited"),
+    ("nan", "malformed", "a reward of nan"),
+    ("garbage", "malformed", "must return (observation, reward, terminated, truncated, info)"),
+])
+def test_a_step_the_environment_breaks_fails_the_episode(caplog, action, kind, error):
+    env = FailingStep()
+    session = EnvSession(env, "test:FailingStep", 3, EpisodeOptions())
     with caplog.at_level(logging.ERROR, logger="gem_adapters"):
-        _, outcomes = play(session, ["fine", "boom", "never"])
-    assert [o.stop for o in outcomes] == [None, "env_error"]
+        _, outcomes = play(session, ["fine", action, "never"])
+    assert [o.stop for o in outcomes] == [None, "failed"]
     assert [o.reward for o in outcomes] == [0.5, 0.0] and session.rewards == [0.5, 0.0]
-    assert "disk on fire" in outcomes[-1].observation and not session.terminated
+    assert (session.failure.kind, session.failure.phase, session.failure.turn) == (kind, "step", 1)
+    assert error in session.failure.error and error in outcomes[-1].observation and not session.terminated
     assert "test:FailingStep" in caplog.text and "turn 2" in caplog.text
+    assert session.metrics()["failed"] == 1.0 and session.metrics()[f"failed_{kind}"] == 1.0
 
 
-def test_a_reset_that_keeps_failing_is_retried_with_other_seeds_then_ends_at_the_first_step(caplog):
+def test_a_reset_that_keeps_failing_is_retried_with_other_seeds_then_fails_the_episode(caplog):
     FailingReset.calls = []
     session = EnvSession(FailingReset(), "test:FailingReset", 5, EpisodeOptions())
-    with caplog.at_level(logging.ERROR, logger="gem_adapters"):
+    with caplog.at_level(logging.WARNING, logger="gem_adapters"):
         observations, outcomes = play(session, ["anything", "more"])
     assert len(FailingReset.calls) == 3 and FailingReset.calls[0] == 5 and len(set(FailingReset.calls)) == 3
     assert "no such puzzle" in observations[0]
-    assert [o.stop for o in outcomes] == ["env_error"] and session.rewards == [0.0]
-    assert caplog.text.count("failed to reset") == 3
+    assert [o.stop for o in outcomes] == ["failed"] and session.rewards == [0.0]
+    assert (session.failure.kind, session.failure.phase, session.failure.turn) == ("error", "reset", 0)
+    assert caplog.text.count("failed to reset") == 3 and "fails and is left out of training" in caplog.text
+
+
+class Closable(FailingStep):
+    made: list = []
+
+    def __init__(self):
+        Closable.made.append(self)
+        self.closed = False
+
+    def close(self):
+        self.closed = True
+
+
+def test_a_failure_closes_the_environment_at_once_and_the_next_episode_gets_a_fresh_one():
+    Closable.made = []
+    session = EnvSession.start("test:Closable-v0", 1)
+    with session:
+        asyncio.run(session.reset())
+        first = Closable.made[-1]
+        asyncio.run(session.step("sandbox"))
+        assert first.closed and session.failure.kind == "sandbox"
+        asyncio.run(session.reset())
+        assert session.failure is None and session.stop is None and session.rewards == []
+        assert len(Closable.made) == 2 and session.env.unwrapped is Closable.made[-1] and not Closable.made[-1].closed
+        assert asyncio.run(session.step("fine")).reward == 0.5
+    without_factory = EnvSession(Closable(), "test:Closable-v0", 1, EpisodeOptions())
+    asyncio.run(without_factory.reset())
+    asyncio.run(without_factory.step("boom"))
+    asyncio.run(without_factory.reset())  # cannot make another: this episode fails too, and says why
+    assert without_factory.failure.phase == "reset" and "cannot make another" in without_factory.failure.error
+
+
+class Hangs(Env):
+    """A tool that runs a process and waits for it: the process is what a sandbox would be."""
+
+    processes: list = []
+
+    def reset(self, seed=None, **options):
+        super().reset(seed)
+        return "go", {}
+
+    def step(self, action):
+        if action == "hang":
+            process = subprocess.Popen(["sleep", "60"])
+            Hangs.processes.append(process)
+            process.wait()
+            return "woke", 0.0, False, False, {}
+        return "again", 1.0, False, False, {}
+
+    def close(self):
+        for process in Hangs.processes:
+            process.kill()
+
+
+def test_an_environment_call_past_the_deadline_fails_the_episode_and_what_it_runs_dies():
+    Hangs.processes = []
+    session = EnvSession.start("test:Hangs-v0", 0, EpisodeOptions(episode_deadline=0.5))
+    started = time.monotonic()
+    with session:
+        _, outcomes = play(session, ["fine", "hang", "never"])
+        elapsed = time.monotonic() - started
+        assert [o.stop for o in outcomes] == [None, "failed"] and elapsed < 5
+        assert (session.failure.kind, session.failure.phase, session.failure.turn) == ("deadline", "step", 1)
+        assert "deadline of 0.5 s" in session.failure.error
+        Hangs.processes[0].wait(timeout=5)  # killed when the session closed the environment, not after 60 s
+        assert Hangs.processes[0].returncode is not None
+
+
+def test_sampling_past_the_deadline_fails_the_episode_in_the_policy_phase():
+    async def slow_library(session):
+        await session.reset()
+        await session.step("fine")
+        await asyncio.sleep(30)  # a generation that hangs
+
+    session = EnvSession.start("test:Hangs-v0", 0, EpisodeOptions(episode_deadline=0.3))
+    with session:
+        started = time.monotonic()
+        assert asyncio.run(session.within_deadline(slow_library(session))) is None
+        assert time.monotonic() - started < 5
+        assert (session.failure.kind, session.failure.phase, session.failure.turn) == ("deadline", "policy", 1)
+        assert session.stop == "failed" and session.metrics()["failed_deadline"] == 1.0
+
+    # a library that generates on its own: the step asked for after the deadline ends the episode
+    session = EnvSession.start("test:Hangs-v0", 0, EpisodeOptions(episode_deadline=0.2))
+    with session:
+        asyncio.run(session.reset())
+        time.sleep(0.3)
+        outcome = asyncio.run(session.step("fine"))
+        assert outcome.stop == "failed" and session.failure.phase == "policy" and session.rewards == [0.0]
+        asyncio.run(session.reset())  # the next episode has its own clock and a fresh environment
+        assert asyncio.run(session.step("fine")).reward == 1.0 and session.failure is None
+
+
+def test_within_the_deadline_the_episode_plays_as_without_one():
+    async def library(session):
+        await session.reset()
+        return [await session.step("fine") for _ in range(2)]
+
+    with EnvSession.start("test:Hangs-v0", 0, EpisodeOptions(episode_deadline=30)) as session:
+        outcomes = asyncio.run(session.within_deadline(library(session)))
+    assert [o.reward for o in outcomes] == [1.0, 1.0] and session.failure is None
+
+
+@pytest.mark.parametrize("value", [0, -1, float("nan"), float("inf"), "10", True])
+def test_a_deadline_that_is_not_a_positive_number_of_seconds_is_refused(value):
+    with pytest.raises(GemError, match="gem.episode_deadline must be a positive number of seconds"):
+        EpisodeOptions.from_config({"episode_deadline": value})
+    assert EpisodeOptions.from_config({"episode_deadline": 90}).episode_deadline == 90.0
+    assert EpisodeOptions.from_config(EpisodeOptions(episode_deadline=2.5).to_config()).episode_deadline == 2.5
 
 
 def test_configuration_mistakes_raise_before_any_episode():

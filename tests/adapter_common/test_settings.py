@@ -100,6 +100,29 @@ def test_turn_estimate_gives_gem_cores_advantages_and_returns_per_turn():
     assert c.flat(advantages) == pytest.approx(c.flat(c.GRPO), abs=c.TOLERANCE)
 
 
+def test_failed_episodes_leave_the_statistics_flagged_or_written_without_model_tokens():
+    from gem_adapters.common.estimators import token_advantage_stats, turn_estimate
+
+    rewards, mask = c.mixed_token_rows()
+    for valid in (None, list(c.MIXED_VALID)):  # a turnless row is a failed episode by itself
+        advantages, returns = token_estimate("rebn", rewards, mask, gamma=c.GAMMA, valid=valid)
+        c.assert_per_token(advantages, c.MIXED_REBN, c.MIXED_LAYOUT)
+        c.assert_per_token(returns, (c.RETURNS[0], [0, 0], c.RETURNS[1], c.RETURNS[2], [0]), c.MIXED_LAYOUT)
+    flagged, _ = c.token_rows(c.MIXED, c.MIXED_LAYOUT)  # failed rows keep their tokens, flagged invalid
+    advantages, _ = token_estimate("rebn", flagged, c.token_rows(c.MIXED, c.MIXED_LAYOUT)[1], gamma=c.GAMMA,
+                                   valid=list(c.MIXED_VALID))
+    c.assert_per_token(advantages, c.MIXED_REBN, c.MIXED_LAYOUT)
+    alone, alone_mask = token_estimate("rebn", *c.token_rows(), gamma=c.GAMMA)[0], c.token_rows()[1]
+    assert token_advantage_stats(advantages, c.token_rows(c.MIXED, c.MIXED_LAYOUT)[1], c.MIXED_VALID) == \
+        pytest.approx(token_advantage_stats(alone, alone_mask))
+    per_turn, turn_returns = turn_estimate("rebn", c.MIXED, gamma=c.GAMMA, valid=list(c.MIXED_VALID))
+    assert c.flat(per_turn) == pytest.approx(c.flat(c.MIXED_REBN), abs=c.TOLERANCE)
+    assert list(turn_returns[2]) == pytest.approx(c.RETURNS[1]) and not turn_returns[1].any()
+    grouped, _ = turn_estimate("grpo", c.GROUPED_MIXED, gamma=c.GAMMA, group_ids=list(c.GROUPED_MIXED_IDS),
+                               valid=list(c.GROUPED_MIXED_VALID))
+    assert c.flat(grouped) == pytest.approx(c.flat(c.GROUPED_MIXED_GRPO), abs=c.TOLERANCE)
+
+
 def test_history_wrappers_are_refused_only_where_the_library_keeps_the_conversation():
     from gem_adapters.common.options import EpisodeOptions
 

@@ -11,6 +11,12 @@ gem_core.
 In token rows each turn has a few model tokens (mask 1) followed by environment tokens (mask 0);
 each turn's reward sits on its last model token, as every adapter writes it. Only this module's
 token helpers need torch; everything else is plain Python and numpy.
+
+The batch *plus failed episodes* (``MIXED``): two episodes the infrastructure broke, placed among
+the others, with rewards that would move every statistic if they counted. An adapter passes when
+the valid episodes get exactly ``REBN`` (the statistics are taken without the failed ones), the
+failed ones get 0, and the library's own loss gives the failed episodes' tokens zero weight.
+``GROUPED_MIXED`` adds a failed member to the GRPO group: the group keeps its two valid members.
 """
 
 from __future__ import annotations
@@ -34,6 +40,20 @@ GRPO = ([0.9999959596, 0.9999959596], [-0.9999959596, -0.9999959596, -0.99999595
 LAYOUT = ([(3, 2), (2, 0)], [(2, 1), (1, 2), (3, 0)], [(4, 0)])
 TOLERANCE = 1e-5
 
+#: Failed episodes, their layouts, and the batch with them among its own episodes.
+FAILED = ([5.0, -3.0], [10.0])
+FAILED_LAYOUT = ([(2, 1), (3, 0)], [(5, 0)])
+MIXED = (EPISODES[0], FAILED[0], EPISODES[1], EPISODES[2], FAILED[1])
+MIXED_LAYOUT = (LAYOUT[0], FAILED_LAYOUT[0], LAYOUT[1], LAYOUT[2], FAILED_LAYOUT[1])
+MIXED_VALID = (True, False, True, True, False)
+#: What every turn of MIXED gets: REBN on the valid episodes, 0 on the failed ones.
+MIXED_REBN = (REBN[0], [0.0, 0.0], REBN[1], REBN[2], [0.0])
+GROUPED_MIXED = (GROUPED[0], FAILED[0], GROUPED[1])
+GROUPED_MIXED_LAYOUT = (LAYOUT[0], FAILED_LAYOUT[0], LAYOUT[1])
+GROUPED_MIXED_VALID = (True, False, True)
+GROUPED_MIXED_IDS = ("g", "g", "g")
+GROUPED_MIXED_GRPO = (GRPO[0], [0.0, 0.0], GRPO[1])
+
 
 def flat(values: Any) -> np.ndarray:
     """Per-episode sequences as one flat float64 array, episode after episode."""
@@ -56,19 +76,30 @@ def row_width(layout: Any = LAYOUT) -> int:
     return max(sum(m + e for m, e in turns) for turns in layout)
 
 
-def token_rows(episodes: Any = EPISODES, layout: Any = LAYOUT, *, width: int | None = None) -> tuple[Any, Any]:
+def token_rows(episodes: Any = EPISODES, layout: Any = LAYOUT, *, width: int | None = None,
+               failed_unmasked: Any = None) -> tuple[Any, Any]:
     """``(token_level_rewards, response_mask)`` as torch tensors (rows x width, right-padded):
-    each turn's reward on its last model token, mask 1 on model tokens."""
+    each turn's reward on its last model token, mask 1 on model tokens. With ``failed_unmasked``
+    (one flag per episode, False for a failed one), a failed episode's row is written as the
+    adapters hand one to a library that reads only tensors: mask 0 and reward 0 everywhere."""
     import torch
 
     width = width or row_width(layout)
     rewards = torch.zeros(len(episodes), width, dtype=torch.float32)
     mask = torch.zeros(len(episodes), width, dtype=torch.long)
-    for row, (episode, spans) in enumerate(zip(episodes, turn_spans(layout))):
+    valid = failed_unmasked if failed_unmasked is not None else [True] * len(episodes)
+    for row, (episode, spans, counts) in enumerate(zip(episodes, turn_spans(layout), valid)):
+        if not counts:
+            continue
         for reward, (start, end) in zip(episode, spans):
             mask[row, start:end] = 1
             rewards[row, end - 1] = reward
     return rewards, mask
+
+
+def mixed_token_rows(*, width: int | None = None) -> tuple[Any, Any]:
+    """``MIXED`` as token rows, its failed episodes written without model tokens."""
+    return token_rows(MIXED, MIXED_LAYOUT, width=width, failed_unmasked=MIXED_VALID)
 
 
 def on_tokens(per_turn: Any, layout: Any = LAYOUT, *, width: int | None = None) -> Any:

@@ -33,3 +33,13 @@ def test_token_rows_put_each_reward_on_its_turns_last_model_token():
     with pytest.raises(AssertionError, match="differ"):
         c.assert_per_token(advantages + 0.01 * mask)
     assert torch.equal(c.on_tokens(c.REBN)[mask == 0], torch.zeros(int((mask == 0).sum()), dtype=torch.float64))
+
+
+def test_the_batch_plus_failed_episodes_gives_gem_cores_values_over_the_valid_ones():
+    rebn = gem_core.get_estimator("rebn")(list(c.MIXED), gamma=c.GAMMA, valid=list(c.MIXED_VALID))
+    np.testing.assert_allclose(c.flat(rebn), c.flat(c.MIXED_REBN), atol=1e-9)
+    counted = gem_core.get_estimator("rebn")(list(c.MIXED), gamma=c.GAMMA)  # had they counted
+    assert np.abs(c.flat(counted) - c.flat(c.MIXED_REBN)).max() > 0.1
+    grpo = gem_core.get_estimator("grpo")(list(c.GROUPED_MIXED), gamma=c.GAMMA, group_ids=list(c.GROUPED_MIXED_IDS),
+                                          valid=list(c.GROUPED_MIXED_VALID))
+    np.testing.assert_allclose(c.flat(grpo), c.flat(c.GROUPED_MIXED_GRPO), atol=1e-9)

@@ -106,14 +106,37 @@ def test_token_level_bad_input():
         turn_ids(MASK * 2)
     with pytest.raises(EstimatorInputError, match="must be 2-D"):
         turn_ids(MASK[0])
-    with pytest.raises(EstimatorInputError, match="Row 1 has no turn"):
-        token_advantages("rebn", rewards, torch.tensor([[1] * 8, [0] * 8, [1] * 8]), gamma=1.0)
     nan = rewards.clone()
     nan[1, 3] = float("nan")
     with pytest.raises(EstimatorInputError, match="episode 1, turn 1 is nan"):
         token_advantages("rebn", nan, MASK, gamma=1.0)
     with pytest.raises(EstimatorInputError, match="6 turns, turn_values has shape .5,."):
         place_on_tokens(np.zeros(5), MASK)
+
+
+def test_rows_flagged_invalid_or_without_a_turn_are_left_out():
+    """A failed episode's row (flagged, or written with no model token as training libraries do)
+    gets 0 and leaves the statistics: the others get what they get without it; its rewards are
+    never read."""
+    rewards = torch.tensor([[0.0, 1.0, 0, 0, 0, 0, 0, 0], [0.5, 0, 0, 0, 0, 0, 0, 0], [0.0, 0, 0, 0, 0, 0, 0, 2.0]])
+    mask = torch.tensor([[1, 1, 0, 0, 0, 0, 0, 0], [1, 0, 0, 0, 0, 0, 0, 0], [1, 0, 1, 1, 1, 1, 1, 1]])
+    alone = token_advantages("rebn", rewards[[0, 2]], mask[[0, 2]], gamma=0.9)
+    broken = rewards.clone()
+    broken[1, 0] = float("nan")
+    flagged = token_advantages("rebn", broken, mask, gamma=0.9, valid=[True, False, True])
+    turnless = mask.clone()
+    turnless[1] = 0
+    empty = rewards.clone()
+    empty[1] = 0
+    unflagged = token_advantages("rebn", empty, turnless, gamma=0.9)
+    for out in (flagged, unflagged):
+        torch.testing.assert_close(out[[0, 2]], alone)
+        assert not out[1].any()
+    grouped = token_advantages("grpo", empty, turnless, gamma=1.0, group_ids=[0, 0, 0])
+    torch.testing.assert_close(grouped[[0, 2]], token_advantages("grpo", rewards[[0, 2]], mask[[0, 2]], gamma=1.0,
+                                                                 group_ids=[0, 0]))
+    with pytest.raises(EstimatorInputError, match="holds 0.5 at row 1, position 0, where response_mask is 0"):
+        token_advantages("rebn", rewards, turnless, gamma=0.9)  # a reward outside every turn is still a mistake
 
 
 def test_equal_rewards_give_zero_advantages_on_tokens():

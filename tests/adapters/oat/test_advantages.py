@@ -116,3 +116,47 @@ def test_a_batch_the_estimator_cannot_take_fails_loudly(make_learner):
     with pytest.raises(EstimatorInputError):
         learner.process_feedback_data(episodes)
     assert learner.pi_buffer == []
+
+
+def test_failed_episodes_leave_the_statistics_and_oats_loss(make_learner, smollm2_tokenizer):
+    """The conformance batch plus failed episodes (their transitions marked and with ``loss_mask``
+    False, as the GEM actor sends them) through oat's real ``process_feedback_data`` and transition
+    dataset: every valid turn gets gem_core's ReBN over the valid episodes alone, the failed ones 0,
+    and the loss oat's learning step computes (its per-transition loss times the collated
+    ``loss_masks``, then the mean; the step itself needs CUDA) gives their tokens no gradient."""
+    from oat.algorithms.ppo_multiturn import MultiTurnTransitionDataset
+
+    learner = make_learner("--estimator", "rebn", "--rollout_batch_size_per_device", "100")
+    episodes = episodes_of(conformance.MIXED, layout=conformance.MIXED_LAYOUT)
+    for episode, valid in zip(episodes, conformance.MIXED_VALID):
+        for transition in episode:
+            transition.failure, transition.loss_mask = ("" if valid else "sandbox"), valid
+    learner.process_feedback_data(episodes)
+    by_turn = {(int(t.info["actor/episode"]), int(t.info["actor/turn"])): t for t in learner.pi_buffer}
+    for e, values in enumerate(conformance.MIXED_REBN):
+        for k, value in enumerate(values):
+            assert by_turn[(e, k)].info["advantages"] == pytest.approx(value, abs=1e-5)
+
+    strategy = type("Strategy", (), {"args": learner.args, "is_rank_0": lambda self: True})()
+    dataset = MultiTurnTransitionDataset(learner.pi_buffer, smollm2_tokenizer, strategy)
+    batch = dataset.collate_fn([dataset[i] for i in range(len(dataset))])
+    loss_masks = torch.tensor(batch["loss_masks"]).float()
+    failed = torch.tensor([bool(t.failure) for t in learner.pi_buffer])
+    assert not loss_masks[failed].any() and loss_masks[~failed].all()
+    advantages = torch.tensor(batch["advantages"]).reshape(-1, 1)
+    logps = torch.zeros(advantages.shape[0], 4, requires_grad=True)
+    per_transition = (-advantages * torch.exp(logps)).mean(dim=1)  # ratio 1: oat's PPO loss per transition
+    (per_transition * loss_masks).mean().backward()  # learning_step: (pg_loss * mb_loss_masks).mean()
+    assert not logps.grad[failed].any() and logps.grad[~failed].abs().sum() > 0
+
+
+def test_a_group_keeps_its_valid_members(make_learner):
+    learner = make_learner("--estimator", "grpo", "--num_samples", "3", "--rollout_batch_size_per_device", "100")
+    episodes = episodes_of(conformance.GROUPED_MIXED, starts_of(conformance.GROUPED_MIXED_IDS),
+                           conformance.GROUPED_MIXED_LAYOUT)
+    for transition in episodes[1]:
+        transition.failure, transition.loss_mask = "error", False
+    learner.process_feedback_data(episodes)
+    by_turn = {(int(t.info["actor/episode"]), int(t.info["actor/turn"])): t.info["advantages"] for t in learner.pi_buffer}
+    advantages = [by_turn[(e, k)] for e, values in enumerate(conformance.GROUPED_MIXED_GRPO) for k in range(len(values))]
+    np.testing.assert_allclose(advantages, conformance.flat(conformance.GROUPED_MIXED_GRPO), atol=conformance.TOLERANCE)

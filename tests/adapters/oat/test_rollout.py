@@ -7,6 +7,9 @@ import pytest
 
 from tests.adapters import failing
 from tests.adapters.oat.conftest import EASY
+from tests.adapters.scripted import bisection
+
+HARD = "game:GuessTheNumber-v0-hard"
 
 import gem_core
 
@@ -103,15 +106,42 @@ def test_an_episode_ends_at_the_turn_whose_prompt_leaves_no_room(make_actor, smo
     assert len(actor.llm.calls) == 1  # nothing was generated for the prompt without room
 
 
-def test_an_environment_that_raises_mid_episode_ends_it_truncated_and_the_batch_goes_on(make_actor):
+def test_an_environment_that_raises_mid_episode_fails_it_and_the_batch_goes_on(make_actor):
     with failing.registered() as broken:
         actor = make_actor("--env", EASY, "--num_samples", "1")
         episodes, metrics = play(actor, [(broken, 0), (EASY, 1)])
     broken_episode, easy_episode = episodes
     assert [t.rewards for t in broken_episode] == [failing.FIRST_REWARD, 0.0]
     assert [t.done for t in broken_episode] == [False, True]
+    assert [(t.failure, t.loss_mask) for t in broken_episode] == [("error", False)] * 2  # oat trains none of it
     assert easy_episode[-1].rewards > 0 and easy_episode[-1].done
+    assert all(t.failure == "" and t.loss_mask for t in easy_episode)
     assert metrics["actor/gem_env_faults"] == 1
+    assert metrics["actor/gem_failed_rate"] == 0.5 and metrics["actor/gem_failed_error"] == 0.5
+    assert metrics["actor/gem_failed_deadline"] == 0.0
+    assert metrics["actor/gem_mean_return"] == pytest.approx(sum(t.rewards for t in easy_episode))  # valid only
+
+
+def test_an_episode_past_its_deadline_fails(make_actor):
+    import inspect
+    import time
+
+    from gem_core import collect_episodes
+
+    if "episode_deadline" not in inspect.signature(collect_episodes).parameters:
+        pytest.skip("collect_episodes takes no episode_deadline in this gem_core")
+    calls = []
+
+    def slow(prompt):
+        calls.append(prompt)
+        if len(calls) == 2:
+            time.sleep(1.0)
+        return bisection(prompt)
+
+    actor = make_actor("--env", HARD, "--num_samples", "1", "--episode_deadline", "0.5", answer=slow)
+    episodes, metrics = play(actor, [(HARD, 0)])
+    assert episodes[0][0].failure == "deadline" and not any(t.loss_mask for t in episodes[0])
+    assert metrics["actor/gem_failed_deadline"] == 1.0
 
 
 def test_oats_actor_step_sends_the_episodes_through_its_shared_memory(make_actor, plasma_server):

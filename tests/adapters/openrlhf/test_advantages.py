@@ -46,25 +46,28 @@ def maker_for(parse, *, n: int = 1, micro_batch: int = 2, kl: float = 0.0) -> Re
                                  tokenizer=SimpleNamespace(pad_token_id=PAD))
 
 
-def agent_outputs(episodes, layout):
+def agent_outputs(episodes, layout, valid=None):
     """What the GEM agent returns for each episode: one prompt token, then the layout's tokens,
-    with the per-turn rewards in the label."""
+    with the per-turn rewards in the label (a failed episode's label: its failure, no reward)."""
     outputs = []
-    for rewards, turns, spans in zip(episodes, layout, batch.turn_spans(layout)):
+    for rewards, turns, spans, ok in zip(episodes, layout, batch.turn_spans(layout), valid or [True] * len(episodes)):
         length = sum(m + e for m, e in turns)
+        played = {"turn_rewards": list(rewards), "stop": "terminated"} if ok else {
+            "turn_rewards": [], "stop": "failed",
+            "failure": {"kind": "sandbox", "error": "the container died", "phase": "step", "turn": 1}}
         outputs.append({
-            "prompt": "p", "label": encode_label("game:GuessTheNumber-v0-easy", 0, turn_rewards=list(rewards), stop="terminated"),
+            "prompt": "p", "label": encode_label("game:GuessTheNumber-v0-easy", 0, **played),
             "observation_tokens": [5] * (1 + length), "action_ranges": [(1 + s, 1 + e) for s, e in spans],
-            "reward": sum(rewards), "scores": sum(rewards), "rollout_log_probs": None, "truncated": False,
-            "extra_logs": {}, "images": None, "mm_train_inputs": None,
+            "reward": sum(rewards) if ok else 0.0, "scores": sum(rewards) if ok else 0.0, "rollout_log_probs": None,
+            "truncated": False, "extra_logs": {}, "images": None, "mm_train_inputs": None,
         })
     return outputs
 
 
-def experiences_for(maker, episodes=batch.EPISODES, layout=batch.LAYOUT, kl_per_token: float = 0.0):
+def experiences_for(maker, episodes=batch.EPISODES, layout=batch.LAYOUT, kl_per_token: float = 0.0, valid=None):
     """OpenRLHF's path from agent outputs to the experiences its trainer computes advantages on."""
     samples = [SamplesGenerator._process_response_into_experience(SimpleNamespace(), output, max_len=4096)
-               for output in agent_outputs(episodes, layout)]
+               for output in agent_outputs(episodes, layout, valid)]
     experiences = maker.split_rollout_samples(samples)
     for experience in experiences:  # what make_experience adds (without the models' forward passes)
         experience.kl = kl_per_token * experience.action_mask.float()
@@ -141,3 +144,49 @@ def test_unknown_estimator_and_samples_without_turn_rewards_are_refused(openrlhf
     experiences[0].labels[0] = "plain label"
     with pytest.raises(GemError, match="gem openrlhf config"):
         maker.compute_advantages_and_returns(experiences)
+
+
+@pytest.mark.parametrize("token_level_loss", [True, False])
+def test_failed_episodes_leave_the_statistics_and_get_no_weight_in_openrlhfs_policy_loss(
+        openrlhf_parse, gem_estimator, token_level_loss):
+    """The conformance batch plus failed episodes through OpenRLHF's advantage path: the valid
+    samples get gem_core's ReBN over the valid episodes alone, and OpenRLHF's own PolicyLoss,
+    masked with the experiences' action_mask as its actor does, gives no gradient to a failed
+    episode's tokens and the loss of the valid episodes alone."""
+    from openrlhf.models.loss import PolicyLoss
+
+    maker = maker_for(openrlhf_parse, micro_batch=3)  # two micro-batches, one batch statistic
+    gem_estimator("rebn")
+    result = maker.compute_advantages_and_returns(experiences_for(maker, batch.MIXED, batch.MIXED_LAYOUT,
+                                                                  valid=batch.MIXED_VALID))
+    advantages, mask = rows(result, "advantages"), rows(result, "action_mask")
+    batch.assert_per_token(advantages, batch.MIXED_REBN, batch.MIXED_LAYOUT)
+    failed = [i for i, ok in enumerate(batch.MIXED_VALID) if not ok]
+    valid = [i for i, ok in enumerate(batch.MIXED_VALID) if ok]
+    assert not mask[failed].any() and mask[valid].any()
+    assert all(e.info["gem_advantage_std"].tolist()[0] == pytest.approx(1.0, abs=1e-5) for e in result)
+
+    generator = torch.Generator().manual_seed(0)
+    old = -torch.rand(mask.shape, generator=generator, dtype=torch.float64)
+    new = old + 0.05 * torch.randn(mask.shape, generator=generator, dtype=torch.float64)
+    loss_fn = PolicyLoss(token_level_loss=token_level_loss)
+
+    def loss_of(chosen):
+        log_probs = new[chosen].clone().requires_grad_()
+        loss = loss_fn(log_probs, old[chosen], advantages[chosen], action_mask=mask[chosen])[0]
+        loss.backward()
+        return loss, log_probs.grad
+
+    loss, grad = loss_of(list(range(len(batch.MIXED))))
+    alone, alone_grad = loss_of(valid)
+    assert not grad[failed].any() and grad[valid].abs().sum() > 0
+    torch.testing.assert_close(loss, alone)
+    torch.testing.assert_close(grad[valid], alone_grad)
+
+
+def test_a_group_keeps_its_valid_members(openrlhf_parse, gem_estimator):
+    maker = maker_for(openrlhf_parse, n=len(batch.GROUPED_MIXED))  # one group
+    gem_estimator("gem_grpo")
+    result = maker.compute_advantages_and_returns(experiences_for(
+        maker, batch.GROUPED_MIXED, batch.GROUPED_MIXED_LAYOUT, valid=batch.GROUPED_MIXED_VALID))
+    batch.assert_per_token(rows(result, "advantages"), batch.GROUPED_MIXED_GRPO, batch.GROUPED_MIXED_LAYOUT)

@@ -26,7 +26,7 @@ from gem_adapters.common.turns import turn_end_positions
 from gem_adapters.openrlhf.config import agent_file_text
 from gem_adapters.openrlhf.labels import decode_label, encode_label
 from gem_core import GemError
-from tests.adapters.openrlhf.conftest import Guesser, SamplingParams
+from tests.adapters.openrlhf.conftest import Guesser, SamplingParams, ScriptedEngine
 
 EASY = "game:GuessTheNumber-v0-easy"
 MAX_LEN = 2048
@@ -136,8 +136,8 @@ def failing_env():
         yield env_id
 
 
-def test_an_env_that_raises_mid_episode_ends_truncated_and_the_batch_goes_on(tmp_path, engine_for, smollm2_tokenizer,
-                                                                             failing_env, caplog):
+def test_an_env_that_raises_mid_episode_fails_it_and_the_batch_goes_on(tmp_path, engine_for, smollm2_tokenizer,
+                                                                       failing_env, caplog):
     executor = _load_agent_executor(str(agent_file(tmp_path)))
 
     async def batch():
@@ -147,10 +147,39 @@ def test_an_env_that_raises_mid_episode_ends_truncated_and_the_batch_goes_on(tmp
             for label in (encode_label(failing_env, 0), encode_label(EASY, 3))])
 
     failed, fine = asyncio.run(batch())
-    assert decode_label(failed["label"])["stop"] == "env_error"
-    assert decode_label(failed["label"])["turn_rewards"] == [failing.FIRST_REWARD, 0.0]
-    assert decode_label(fine["label"])["stop"] in ("terminated", "truncated")
+    played = decode_label(failed["label"])
+    assert played["stop"] == "failed" and played["turn_rewards"] == [] and failed["reward"] == 0.0
+    assert (played["failure"]["kind"], played["failure"]["phase"], played["failure"]["turn"]) == ("error", "step", 1)
+    assert len(failed["action_ranges"]) == 2  # what was played is kept; GEM's estimator masks it in the trainer
+    assert failed["extra_logs"]["gem_failed"] == 1.0 and failed["extra_logs"]["gem_failed_error"] == 1.0
+    assert decode_label(fine["label"])["stop"] in ("terminated", "truncated") and "failure" not in fine["label"]
     assert failing.MESSAGE in caplog.text
+
+
+class StallingEngine(ScriptedEngine):
+    """Answers the first turn, then hangs (a wedged inference server)."""
+
+    async def generate(self, prompt_token_ids, sampling_params, multi_modal_data=None):
+        if self.calls:
+            await asyncio.sleep(60)
+        return await super().generate(prompt_token_ids, sampling_params, multi_modal_data)
+
+
+def test_an_episode_past_its_deadline_fails_inside_openrlhfs_loop(tmp_path, smollm2_tokenizer):
+    import time
+
+    executor = _load_agent_executor(str(agent_file(tmp_path, episode_deadline=0.5)))
+    engine = StallingEngine(smollm2_tokenizer, Guesser())
+    started = time.monotonic()
+    response, experience = play(executor, engine, smollm2_tokenizer, encode_label("game:GuessTheNumber-v0-hard", 3))
+    assert time.monotonic() - started < 10
+    played = decode_label(experience.labels[0])
+    assert played["stop"] == "failed" and played["failure"]["kind"] == "deadline"
+    assert (played["failure"]["phase"], played["failure"]["turn"]) == ("policy", 1)
+    first_prompt = engine.calls[0]["prompt_ids"]
+    assert response["observation_tokens"][:len(first_prompt)] == first_prompt  # the first turn, as played
+    assert len(response["action_ranges"]) == 1 and experience.action_mask.any()
+    assert experience.info["gem_failed_deadline"].tolist() == [1.0]
 
 
 def test_a_tool_wrapped_environment(tmp_path, engine_for, smollm2_tokenizer):

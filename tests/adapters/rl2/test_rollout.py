@@ -132,17 +132,66 @@ def test_wrappers_apply_and_max_turns_ends_the_episode(tmp_path, rl2_rollout, sm
     assert "42" in second.rsplit("<|im_start|>user", 1)[-1]  # the tool wrapper ran the code
 
 
-def test_an_env_that_raises_mid_episode_ends_truncated_and_the_batch_goes_on(tmp_path, rl2_rollout, smollm2_tokenizer,
-                                                                             smollm2_tokenizer_dir, caplog):
+def test_an_env_that_raises_mid_episode_fails_it_and_the_batch_goes_on(tmp_path, rl2_rollout, smollm2_tokenizer,
+                                                                       smollm2_tokenizer_dir, caplog):
+    """Under GEM's estimator the failed step's reward is NaN, which the estimator reads as the
+    failure: the episode's tokens lose their action_mask, the other episode's turns keep theirs."""
+    from gem_adapters.rl2 import advantages
+
     written = write_run(settings(tmp_path, smollm2_tokenizer_dir))
-    with failing.registered() as failing_env:
-        data = [{"extra_info": {"env_id": failing_env, "seed": 0}}, rows(written)[0]]
-        tensor_dict, cu_seqs = rl2_rollout(written.file, ScriptedModel(smollm2_tokenizer))(data, True, 1)
-    failed = tensor_dict["rewards"][0][turn_end_positions(tensor_dict["action_mask"][0])]
-    assert failed.tolist() == [failing.FIRST_REWARD, 0.0]  # ended at the failing step, reward 0
-    fine = tensor_dict["rewards"][1][turn_end_positions(tensor_dict["action_mask"][1])]
-    assert fine[-1] > 0
-    assert failing.MESSAGE in caplog.text
+    advantages.install("rebn")
+    try:
+        with failing.registered() as failing_env:
+            data = [{"extra_info": {"env_id": failing_env, "seed": 0}}, rows(written)[0]]
+            tensor_dict, cu_seqs = rl2_rollout(written.file, ScriptedModel(smollm2_tokenizer))(data, True, 1)
+        failed = tensor_dict["rewards"][0][turn_end_positions(tensor_dict["action_mask"][0])]
+        assert failed[0] == failing.FIRST_REWARD and failed[1].isnan()  # ended at the failing step
+        fine = tensor_dict["rewards"][1][turn_end_positions(tensor_dict["action_mask"][1])]
+        assert fine[-1] > 0
+        assert failing.MESSAGE in caplog.text
+        stats = gem_advantages("rebn", OmegaConf.create({"gamma": 0.9, "responses_per_prompt": 1}), tensor_dict, cu_seqs)
+        assert not tensor_dict["action_mask"][0].any() and not tensor_dict["advantages"][0].any()
+        assert stats["failed_rate"] == 0.5 and stats["failed_error"] == 0.5 and stats["failed_sandbox"] == 0.0
+    finally:
+        advantages.uninstall()
+
+
+def test_under_rl2s_own_estimator_a_failed_episode_gets_reward_0_and_a_warning(
+        tmp_path, rl2_rollout, smollm2_tokenizer, smollm2_tokenizer_dir, caplog):
+    from gem_adapters.rl2 import rollout
+
+    written = write_run(settings(tmp_path, smollm2_tokenizer_dir))
+    rollout._warned = False
+    with failing.registered() as failing_env, caplog.at_level("WARNING", logger="gem_adapters.rl2"):
+        data = [{"extra_info": {"env_id": failing_env, "seed": 0}}]
+        tensor_dict, _ = rl2_rollout(written.file, ScriptedModel(smollm2_tokenizer))(data, True, 1)
+    assert tensor_dict["rewards"][0][turn_end_positions(tensor_dict["action_mask"][0])].tolist() == [
+        failing.FIRST_REWARD, 0.0]
+    assert "cannot leave it out" in caplog.text
+
+
+def test_a_deadline_that_passes_while_rl2_generates_ends_the_episode_at_the_next_step(
+        tmp_path, rl2_rollout, smollm2_tokenizer, smollm2_tokenizer_dir):
+    import asyncio
+
+    from gem_adapters.rl2 import advantages, rollout
+
+    written = write_run(settings(tmp_path, smollm2_tokenizer_dir, episode_deadline=0.3))
+    slow = ScriptedModel(smollm2_tokenizer)
+
+    async def generate(router_url, states, sampling_params):
+        if slow.calls:
+            await asyncio.sleep(0.5)  # a slow second generation
+        return await ScriptedModel.__call__(slow, router_url, states, sampling_params)
+
+    advantages.install("rebn")
+    try:
+        tensor_dict, _ = rl2_rollout(written.file, generate)(rows(written)[:1], True, 1)
+    finally:
+        advantages.uninstall()
+    ends = turn_end_positions(tensor_dict["action_mask"][0])
+    assert len(ends) == 2 and tensor_dict["rewards"][0][ends[-1]].isnan()
+    assert rollout.failures_since(1) == ["deadline"]
 
 
 def test_an_episode_rl2_cuts_at_its_own_max_turns_closes_its_environment(tmp_path, rl2_rollout, smollm2_tokenizer,

@@ -16,6 +16,7 @@ import pytest
 
 import gem_core
 from gem_core.wrappers.observation import as_seen  # observations as adapters show them
+from gem_adapters.common.session import failure_metrics
 from tests.adapters import failing
 from gem_adapters.roll import PREFIX
 from gem_adapters.roll.rollout import RollEnv, register_envs, roll_env_id
@@ -88,13 +89,14 @@ def test_info_holds_only_what_roll_reads(gem):
     assert info["env_instruction"] == observation  # StepEnvManager reads history[0]["env_instruction"]
     assert not set(info) & ROLL_RECORD_KEYS
     _, _, _, _, info = env.step(action="no guess here")
-    assert set(info) == {"use_tool", "metrics", "metrics_agg_mode"} and info["use_tool"] is False
+    assert set(info) == {"use_tool", "metrics", "metrics_agg_mode", "gem_failure"} and info["use_tool"] is False
     assert all(isinstance(value, float) for value in info["metrics"].values())  # ROLL averages them
-    assert info["metrics"]["env_error"] == 0.0
+    assert info["gem_failure"] == "" and info["metrics"]["gem_failed"] == 0.0
     assert info["metrics"].get("action_is_valid", True)  # StepEnvManager's history lookup
     # the episode's numbers, which ROLL takes from the last step (aggregate_metrics' "last" mode)
     assert {key: info["metrics"][key] for key in info["metrics_agg_mode"]} == {
-        "gem_turns": 1.0, "gem_terminated": 1.0, "gem_success": 0.0, "gem_format_error": 1.0}
+        "gem_turns": 1.0, "gem_terminated": 1.0, "gem_success": 0.0, "gem_format_error": 1.0,
+        **{f"gem_{key}": value for key, value in failure_metrics(None).items()}}
     assert set(info["metrics_agg_mode"].values()) == {"last"}
     env.close()
 
@@ -141,7 +143,7 @@ def test_wrappers_and_tools(gem):
     env.close()
 
 
-def test_an_environment_that_fails_ends_its_episode_truncated(gem, caplog):
+def test_an_environment_that_fails_fails_its_episode_and_the_next_gets_a_fresh_one(gem, caplog):
     from gem.envs.registration import ENV_REGISTRY
 
     with failing.registered() as env_id:
@@ -151,10 +153,52 @@ def test_an_environment_that_fails_ends_its_episode_truncated(gem, caplog):
             history, terminated, truncated = play_as_roll(env, 0, ["a", "b", "c"])
             assert terminated and truncated and len(history) == 3
             assert [record["reward"] for record in history[:-1]] == [failing.FIRST_REWARD, 0.0]
-            assert history[1]["metrics"]["env_error"] == 1.0
+            assert [record["gem_failure"] for record in history[:-1]] == ["", "error"]
+            assert history[1]["metrics"]["gem_failed"] == 1.0 and history[1]["metrics"]["gem_failed_error"] == 1.0
             assert failing.MESSAGE in caplog.text
+            first = env.session.env
+            history, _, _ = play_as_roll(env, 1, ["a"])  # ROLL plays its next episode on the same env
+            assert env.session.env is not first and history[0]["reward"] == failing.FIRST_REWARD
+            from gem_adapters.roll.env_managers import episode_failure
+
+            assert episode_failure(history) == ""
         finally:
             ENV_REGISTRY.pop(roll_env_id(env_id), None)
+
+
+def test_a_deadline_that_passes_while_roll_generates_ends_the_episode_at_the_next_step(gem):
+    import time
+
+    env = gem.make(env_id=roll_env_id(EASY), **{"gem": {"episode_deadline": 0.2}})
+    env.reset(seed=0)
+    time.sleep(0.3)  # ROLL's generation
+    _, reward, terminated, truncated, info = env.step(action="\\boxed{1}")
+    assert terminated and truncated and reward == 0.0 and info["gem_failure"] == "deadline"
+    assert env.session.failure.phase == "policy"
+    env.reset(seed=0)  # the next episode has its own clock
+    *_, info = env.step(action="\\boxed{1}")
+    assert info["gem_failure"] == ""
+    env.close()
+
+
+def test_gem_env_managers_mark_a_failed_episodes_samples():
+    """What GEM's subclasses of ROLL's env managers add to the samples ROLL's formulate_rollouts
+    makes of an episode (ROLL itself runs in scripts/roll_by_hand.py)."""
+    import numpy as np
+
+    from gem_adapters.roll.env_managers import mark_failure
+
+    class Samples:  # the two members of ROLL's DataProto that mark_failure uses
+        non_tensor_batch = {"step": np.array([0, 1], dtype=object)}
+
+        def __len__(self):
+            return 2
+
+    history = [{"reward": 0.25, "gem_failure": ""}, {"reward": 0.0, "gem_failure": "sandbox"}, {"observation": "x"}]
+    samples = Samples()
+    assert mark_failure(samples, history).non_tensor_batch["gem_failure"].tolist() == ["sandbox", "sandbox"]
+    history[1]["gem_failure"] = ""
+    assert mark_failure(samples, history).non_tensor_batch["gem_failure"].tolist() == ["", ""]
 
 
 @pytest.mark.parametrize("config, message", [
@@ -208,7 +252,8 @@ def test_every_offline_id_plays_through_gem_make_or_names_what_it_needs(gem):
             refused[spec.id] = str(error)
             continue
         assert isinstance(observation, str) and observation
-        assert set(step[4]) == {"use_tool", "metrics", "metrics_agg_mode"}
+        assert set(step[4]) == {"use_tool", "metrics", "metrics_agg_mode", "gem_failure"}
+        assert step[4]["gem_failure"] == "", spec.id  # no environment breaks on a random action
         played.append(spec.id)
     assert len(played) >= 160, refused
     # reasoning-gym 0.1.23 (gem-llm 0.0.4's pin) lacks two datasets, which are refused, not broken.

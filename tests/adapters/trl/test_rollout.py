@@ -82,17 +82,41 @@ def test_gem_wrappers_act_on_the_episode(make_trainer, smollm2_tokenizer):
     assert out["gem_stop"] == ["terminated"] and out["gem_turn_rewards"][0][-1] == 1.0  # seed 3: the number is 3
 
 
-def test_an_environment_that_raises_mid_episode_ends_it_truncated_and_the_batch_goes_on(
+def test_an_environment_that_raises_mid_episode_fails_it_and_the_batch_goes_on(
         make_trainer, smollm2_tokenizer, caplog):
     with failing.registered() as env_id:
         train_rows = rows(env_id, [0, 1]) + rows(EASY, [0, 0])
         trainer = make_trainer(train_rows)
         trainer._generate_single_turn = scripted_generation(smollm2_tokenizer, bisection)
         out = play(trainer, train_rows)
-    assert out["gem_stop"][:2] == ["env_error", "env_error"]
+    assert out["gem_stop"][:2] == ["failed", "failed"]
+    assert [f["kind"] for f in out["gem_failure"][:2]] == ["error", "error"]
     assert out["gem_turn_rewards"][:2] == [[failing.FIRST_REWARD, 0.0]] * 2
-    assert out["gem_stop"][2:] == ["terminated", "terminated"]
+    assert not any(out["env_mask"][0]) and not any(out["env_mask"][1])  # TRL's loss mask: nothing of them trains
+    assert out["gem_stop"][2:] == ["terminated", "terminated"] and out["gem_failure"][2:] == [None, None]
+    assert any(out["env_mask"][2]) and any(out["env_mask"][3])
     assert failing.MESSAGE in caplog.text
+
+
+def test_an_episode_past_its_deadline_fails_at_its_next_step(make_trainer, smollm2_tokenizer):
+    import time
+
+    train_rows = rows("game:GuessTheNumber-v0-hard", [0, 1])
+    trainer = make_trainer(train_rows)
+    generate = scripted_generation(smollm2_tokenizer, bisection)
+    calls = []
+
+    def slow_generation(*args, **kwargs):  # TRL's second generation is slow
+        calls.append(1)
+        if len(calls) == 2:
+            time.sleep(0.4)
+        return generate(*args, **kwargs)
+
+    trainer._generate_single_turn = slow_generation
+    out = play(trainer, train_rows, EpisodeRollout(EpisodeOptions(episode_deadline=0.3)))
+    assert out["gem_stop"] == ["failed", "failed"]
+    assert [(f["kind"], f["phase"], f["turn"]) for f in out["gem_failure"]] == [("deadline", "policy", 1)] * 2
+    assert len(calls) == 2 and not any(out["env_mask"][0])
 
 
 def test_rows_without_an_environment_are_a_clear_error(make_trainer):

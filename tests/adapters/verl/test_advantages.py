@@ -187,3 +187,100 @@ def test_the_conformance_batch_through_verls_compute_advantage():
     data = DataProto.from_dict(tensors={"token_level_rewards": rewards, "response_mask": mask},
                                non_tensors={"uid": np.array(c.GROUP_IDS, dtype=object)})
     c.assert_per_token(verl_advantages(data, "gem_grpo", c.GAMMA).batch["advantages"], c.GRPO, layout)
+
+
+def test_failed_episodes_leave_the_statistics_of_verls_compute_advantage():
+    """The conformance batch plus failed episodes, written as the agent loop writes them (no model
+    token): the valid rows get gem_core's ReBN over the valid episodes alone, the failed ones 0; a
+    GRPO group keeps its valid members."""
+    from verl import DataProto
+
+    from tests.adapters import conformance as c
+
+    rewards, mask = c.mixed_token_rows()
+    data = DataProto.from_dict(tensors={"token_level_rewards": rewards, "response_mask": mask},
+                               non_tensors={"uid": np.array([f"u{i}" for i in range(len(c.MIXED))], dtype=object)})
+    c.assert_per_token(verl_advantages(data, "rebn", c.GAMMA).batch["advantages"], c.MIXED_REBN, c.MIXED_LAYOUT)
+    rewards, mask = c.token_rows(c.GROUPED_MIXED, c.GROUPED_MIXED_LAYOUT, failed_unmasked=c.GROUPED_MIXED_VALID)
+    data = DataProto.from_dict(tensors={"token_level_rewards": rewards, "response_mask": mask},
+                               non_tensors={"uid": np.array(c.GROUPED_MIXED_IDS, dtype=object)})
+    c.assert_per_token(verl_advantages(data, "gem_grpo", c.GAMMA).batch["advantages"], c.GROUPED_MIXED_GRPO,
+                       c.GROUPED_MIXED_LAYOUT)
+
+
+@pytest.mark.parametrize("loss_agg_mode", ["token-mean", "seq-mean-token-mean", "seq-mean-token-sum"])
+def test_verls_policy_loss_gives_a_failed_episodes_tokens_no_weight(loss_agg_mode):
+    """verl's own PPO policy loss (``get_policy_loss_fn("vanilla")`` and its ``agg_loss``, with
+    ``response_mask`` as verl's actor passes it) on the batch plus failed episodes: no gradient
+    reaches a failed episode's tokens, and the loss is the loss of the valid episodes alone."""
+    from verl import DataProto
+    from verl.trainer.ppo.core_algos import get_policy_loss_fn
+    from verl.workers.config import FSDPActorConfig
+
+    from tests.adapters import conformance as c
+
+    rewards, mask = c.mixed_token_rows()
+    data = DataProto.from_dict(tensors={"token_level_rewards": rewards, "response_mask": mask},
+                               non_tensors={"uid": np.array([f"u{i}" for i in range(len(c.MIXED))], dtype=object)})
+    advantages = verl_advantages(data, "rebn", c.GAMMA).batch["advantages"]
+    config = FSDPActorConfig(strategy="fsdp", ppo_micro_batch_size_per_gpu=1, rollout_n=1, loss_agg_mode=loss_agg_mode)
+    generator = torch.Generator().manual_seed(0)
+    old_log_prob = -torch.rand(mask.shape, generator=generator)
+    new_log_prob = old_log_prob + 0.05 * torch.randn(mask.shape, generator=generator)
+
+    def loss_of(rows):
+        log_prob = new_log_prob[rows].clone().requires_grad_()
+        loss, _ = get_policy_loss_fn("vanilla")(
+            old_log_prob=old_log_prob[rows], log_prob=log_prob, advantages=advantages[rows],
+            response_mask=mask[rows].bool(), loss_agg_mode=loss_agg_mode, config=config)
+        loss.backward()
+        return loss, log_prob.grad
+
+    everyone = list(range(len(c.MIXED)))
+    valid = [i for i, ok in enumerate(c.MIXED_VALID) if ok]
+    failed = [i for i, ok in enumerate(c.MIXED_VALID) if not ok]
+    loss, grad = loss_of(everyone)
+    alone, alone_grad = loss_of(valid)
+    assert not grad[failed].any() and grad[valid].abs().sum() > 0
+    torch.testing.assert_close(loss, alone)
+    torch.testing.assert_close(grad[valid], alone_grad)
+
+
+def test_played_episodes_with_a_failed_one_through_verl_equal_core_rebn_over_the_valid_ones(run_config,
+                                                                                               chat_tokenizer):
+    """Episodes the agent loop played, one of them failed by its environment, batched as verl's v1
+    trainer pads them: verl's compute_advantage gives every valid turn GEM's ReBN over the valid
+    episodes alone, and the failed row 0."""
+    from verl import DataProto
+
+    from gem_adapters.common.turns import turn_end_positions
+    from tests.adapters import failing
+    from tests.adapters.verl.conftest import ScriptedServer, make_agent_loop
+    from tests.adapters.verl.test_rollout import binary_search, row
+
+    outputs = []
+    with failing.registered() as failing_id:
+        for env_id, seed, answer in [("game:GuessTheNumber-v0-easy", 1, binary_search),
+                                     (failing_id, 0, lambda prompt: "\\boxed{3}"),
+                                     ("testpack:Countdown-v0", 0, lambda prompt: "next")]:
+            server = ScriptedServer(chat_tokenizer, answer)
+
+            async def go():
+                loop = make_agent_loop(run_config, server, chat_tokenizer)
+                return await loop.run({"logprobs": False}, **row(env_id, seed))
+
+            outputs.append(asyncio.run(go()).as_dict())
+    width = max(len(o["responses"]) for o in outputs)
+
+    def pad(key):
+        return torch.stack([torch.nn.functional.pad(o[key], (0, width - len(o[key]))) for o in outputs])
+
+    data = DataProto.from_dict(tensors={"token_level_rewards": pad("rm_scores"), "response_mask": pad("response_mask")},
+                               non_tensors={"uid": np.array(["u0", "u1", "u2"], dtype=object)})
+    advantages = verl_advantages(data, "rebn", 0.9).batch["advantages"]
+    assert outputs[1]["extra_fields"]["gem_stop"] == "failed" and not advantages[1].any()
+    valid = [outputs[0]["extra_fields"]["turn_scores"], outputs[2]["extra_fields"]["turn_scores"]]
+    expected = gem_core.get_estimator("rebn")(valid, gamma=0.9)
+    for row_index, values in zip((0, 2), expected):
+        ends = turn_end_positions(outputs[row_index]["response_mask"].bool())
+        assert advantages[row_index, ends].double().numpy() == pytest.approx(values, abs=1e-5)

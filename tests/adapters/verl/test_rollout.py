@@ -14,6 +14,7 @@ import torch
 
 import gem_core
 from gem_core.wrappers.observation import as_seen  # observations as adapters show them
+from gem_adapters.common.session import failure_metrics
 from tests.adapters import failing
 from gem_core import Env, GemError
 from tests.adapters.verl.conftest import ScriptedServer, compose_config, make_agent_loop
@@ -244,7 +245,7 @@ def test_max_tokens_per_turn_caps_each_generation(written_run, chat_tokenizer):
     assert output.extra_fields["turn_scores"] == [-0.1]  # the answer was cut before its \boxed{}
     # what verl gets for its loggers: a lost episode that ended on a format error
     assert output.extra_fields["reward_extra_info"] == {"turns": 1.0, "terminated": 1.0, "success": 0.0,
-                                                        "format_error": 1.0}
+                                                        "format_error": 1.0, **failure_metrics(None)}
 
 
 def test_logprobs_follow_the_model_tokens(run_config, chat_tokenizer):
@@ -264,7 +265,8 @@ def test_server_fields_and_metrics_are_kept(run_config, chat_tokenizer):
     assert output.metrics.num_preempted == 0
     assert output.metrics.generate_sequences >= 0.0
     info = output.extra_fields["reward_extra_info"]  # the episode for verl's loggers: binary search wins
-    assert info == {"turns": float(len(server.calls)), "terminated": 1.0, "success": 1.0, "format_error": 0.0}
+    assert info == {"turns": float(len(server.calls)), "terminated": 1.0, "success": 1.0, "format_error": 0.0,
+                    **failure_metrics(None)}
 
 
 def test_wrappers_from_the_config_are_applied(written_run, chat_tokenizer, monkeypatch):
@@ -335,13 +337,20 @@ def test_rewards_need_one_run_of_model_tokens_per_turn():
         rewards_on_turn_ends([1, 0, 1], [0.1, 0.2, 0.3])
 
 
-def test_an_environment_failing_mid_episode_ends_it_truncated(run_config, chat_tokenizer, caplog):
+def test_an_environment_failing_mid_episode_fails_it_with_no_token_trained_on(run_config, chat_tokenizer, caplog):
     with failing.registered() as env_id, caplog.at_level("ERROR", logger="gem_adapters"):
         output, server = play(run_config, chat_tokenizer, lambda prompt: "\\boxed{3}", row(env_id, 4))
-    assert output.extra_fields["gem_stop"] == "env_error"
-    assert output.turn_rewards == [failing.FIRST_REWARD, 0.0] and len(server.calls) == 2
-    assert len(runs(output.response_mask)) == 2  # both turns are trained on, the failure with reward 0
-    assert failing.MESSAGE in caplog.text and env_id in caplog.text
+    assert output.extra_fields["gem_stop"] == "failed" and len(server.calls) == 2
+    failure = output.extra_fields["gem_failure"]
+    assert (failure["kind"], failure["phase"], failure["turn"]) == ("error", "step", 1)
+    assert failing.MESSAGE in failure["error"] and failing.MESSAGE in caplog.text and env_id in caplog.text
+    # what was played stays (both answers and the observation between), but nothing of it is trained on
+    first, second = server.generated
+    assert output.response_ids[:len(first)] == first and output.response_ids[-len(second):] == second
+    assert not any(output.response_mask) and output.turn_rewards == [] and output.reward_score == 0.0
+    assert not output.as_dict()["rm_scores"].any()
+    info = output.extra_fields["reward_extra_info"]
+    assert info["failed"] == 1.0 and info["failed_error"] == 1.0 and info["failed_deadline"] == 0.0
 
 
 class NeverStarts(failing.FailsAtTurnTwo):
@@ -349,14 +358,72 @@ class NeverStarts(failing.FailsAtTurnTwo):
         raise OSError(f"no puzzle for seed {seed}")
 
 
-def test_an_environment_failing_to_reset_gives_a_truncated_one_turn_episode(run_config, chat_tokenizer, caplog):
+def test_an_environment_failing_to_reset_fails_the_episode_before_any_generation(run_config, chat_tokenizer, caplog):
     if "test:NeverStarts-v0" not in {spec.id for spec in gem_core.list_envs("test:*")}:
         gem_core.register("test:NeverStarts-v0", NeverStarts)
-    with caplog.at_level("ERROR", logger="gem_adapters"):
-        output, server = play(run_config, chat_tokenizer, lambda prompt: "\\boxed{3}", row("test:NeverStarts-v0", 4))
-    assert output.extra_fields["gem_stop"] == "env_error" and output.turn_rewards == [0.0]
-    assert "failed to start" in chat_tokenizer.decode(output.prompt_ids)
+    with caplog.at_level("WARNING", logger="gem_adapters"):
+        output, server = play(run_config, chat_tokenizer, lambda prompt: "\\boxed{3}", row("test:NeverStarts-v0", 4),
+                              logprobs=True)
+    assert not server.calls and output.extra_fields["gem_stop"] == "failed"
+    assert output.extra_fields["gem_failure"]["phase"] == "reset" and output.turn_rewards == []
+    assert "no puzzle for seed" in chat_tokenizer.decode(output.prompt_ids)
+    assert len(output.response_ids) == 1 and output.response_mask == [0]  # verl needs a response token
+    assert output.response_logprobs == [0.0]
     assert caplog.text.count("failed to reset") == 3  # the seed, then two others
+
+
+class StallingServer(ScriptedServer):
+    """Answers the first turn, then never again (a wedged inference server)."""
+
+    async def generate(self, request_id, **kwargs):
+        if self.calls:
+            self.calls.append({})
+            await asyncio.sleep(60)
+        return await super().generate(request_id, **kwargs)
+
+
+class HangingTool(Env):
+    """Its second step blocks for a minute (a tool that hangs)."""
+
+    def reset(self, seed=None, **options):
+        super().reset(seed)
+        self.turn = 0
+        return "Say anything.", {}
+
+    def step(self, action):
+        self.turn += 1
+        if self.turn == 2:
+            import time
+
+            time.sleep(60)
+        return "Again.", 0.5, False, False, {}
+
+
+@pytest.mark.parametrize("stall, phase", [("server", "policy"), ("environment", "step")])
+def test_an_episode_past_its_deadline_fails_however_it_stalled(written_run, chat_tokenizer, stall, phase):
+    import time
+
+    config = compose_config(written_run.config, ["gem.episode_deadline=0.5"])
+    env_id = "testpack:Countdown-v0" if stall == "server" else "testpack:HangingTool-v0"
+    gem_core.register("testpack:HangingTool-v0", HangingTool)
+    try:
+        server = (StallingServer if stall == "server" else ScriptedServer)(chat_tokenizer, lambda prompt: "\\boxed{3}")
+
+        async def go():
+            loop = make_agent_loop(config, server, chat_tokenizer)
+            return await loop.run({"logprobs": False}, **row(env_id, 1))
+
+        started = time.monotonic()
+        output = asyncio.run(go())
+        elapsed = time.monotonic() - started
+    finally:
+        gem_core.registry.deregister("testpack:HangingTool-v0")
+    assert elapsed < 10, elapsed
+    failure = output.extra_fields["gem_failure"]
+    assert (failure["kind"], failure["phase"], failure["turn"]) == ("deadline", phase, 1)
+    assert output.extra_fields["gem_stop"] == "failed" and not any(output.response_mask)
+    assert output.response_ids[:len(server.generated[0])] == server.generated[0]  # the first answer is kept, masked
+    assert output.extra_fields["reward_extra_info"]["failed_deadline"] == 1.0
 
 
 class Swatch(gem_core.Env):

@@ -29,7 +29,8 @@ LAUNCH_TIMEOUT = 1800  # seconds; about 5-8 minutes on a two-core machine, share
 CONFIG = ["--env", EASY, "--model", "smollm2", "--train-size", "16", "--val-size", "2", "--batch-size", "2",
           "--n", "2", "--prompt-length", "256", "--response-length", "192", "--max-tokens-per-turn", "48"]
 SYNC = re.compile(r"INFO:(\S+ \S+),\d+:GEM CPU weight sync: (\d+) values copied into vLLM; parameter checksum (\S+)")
-ESTIMATOR = re.compile(r"GEM estimator rebn: (\d+) turns in (\d+) episodes; returns (.+?); advantages (.+)$", re.M)
+ESTIMATOR = re.compile(r"GEM estimator rebn: (\d+) turns in (\d+) episodes \((\d+) failed, left out\); "
+                       r"returns (.+?); advantages (.+)$", re.M)
 STEP = re.compile(r"\bstep:(\d+) - (.*)$", re.M)
 TURN = re.compile(r"\nuser\n(.*?)\nassistant\n", re.S)  # how a ChatML response reads with special tokens skipped
 
@@ -92,9 +93,9 @@ def test_the_advantages_verl_trained_on_are_rebn_of_gem_returns(trained):
     _, result, _, _ = trained
     batches = ESTIMATOR.findall(result.output)
     assert len(batches) == STEPS
-    for (turns, episodes, returns, advantages), (_, line) in zip(batches, STEP.findall(result.output)):
+    for (turns, episodes, failed, returns, advantages), (_, line) in zip(batches, STEP.findall(result.output)):
         returns, advantages, verl = stats(returns), stats(advantages), metrics(line)
-        assert int(episodes) == EPISODES_PER_STEP and int(turns) >= EPISODES_PER_STEP
+        assert int(episodes) == EPISODES_PER_STEP and int(turns) >= EPISODES_PER_STEP and int(failed) == 0
         # verl's own summary of the advantages it trained on is GEM's
         assert float(verl["critic/advantages/min"]) == pytest.approx(advantages["min"], abs=2e-4)
         assert float(verl["critic/advantages/max"]) == pytest.approx(advantages["max"], abs=2e-4)

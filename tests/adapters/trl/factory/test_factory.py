@@ -104,8 +104,10 @@ def test_an_environment_that_raises_ends_its_episode_and_says_so():
         env.act(action="\\boxed{1}")
         answer = env.act(action="\\boxed{2}")
     assert failing.MESSAGE in answer
-    assert env.info["stop"] == "env_error" and failing.MESSAGE in env.info["error"]
+    assert env.info["stop"] == "failed" and failing.MESSAGE in env.info["error"]
+    assert env.info["failure"]["kind"] == "error" and env.info["failure"]["turn"] == 1
     assert env.info["turn_rewards"] == [failing.FIRST_REWARD, 0.0]
+    assert env.episode_return is None  # TRL leaves a completion whose every reward is None out
     assert "over" in env.act(action="\\boxed{3}")
 
 

@@ -183,5 +183,6 @@ def test_an_environment_that_raises_ends_its_episode_and_training_goes_on(tiny_m
     for completion, info in zip(completions, infos):
         answers = [m["content"] for m in completion if m["role"] == "tool"]
         assert failing.MESSAGE in answers[1] and "over" in answers[2]
-        assert info["stop"] == "env_error" and info["turn_rewards"] == [failing.FIRST_REWARD, 0.0]
+        assert info["stop"] == "failed" and info["turn_rewards"] == [failing.FIRST_REWARD, 0.0]
+        assert info["failure"]["kind"] == "error"
     assert failing.MESSAGE in caplog.text
