@@ -63,18 +63,23 @@ class Context:
 class Attack:
     """An exploit's play: ``actions`` in order, the last one repeated until the episode ends;
     ``controls`` are honest plays of the same shape (each a sequence of actions, played the same
-    way) that the attack must out-earn. :data:`SAMPLE` stands for a random action."""
+    way) that the attack must out-earn. :data:`SAMPLE` stands for a random action.
+
+    ``read``, for an attack that reads what holds the answers (see :mod:`gem_core.reading`), takes
+    the play's observations and returns what they prove it read; an attack that read anything
+    earned it, whatever it was paid."""
 
     name: str
     actions: tuple[str, ...]
     controls: tuple[tuple[str, ...], ...] = ()
+    read: Callable[[Sequence[Any]], Sequence[str]] | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)
 class HackResult:
     """One attack on one seat of one episode: its return, the best return of its controls
-    (``baseline``), the actions it played and the last ``info`` it got; ``error`` when it could not
-    be played."""
+    (``baseline``), the actions it played and the last ``info`` it got; ``read``, what a reading
+    attack proved it read; ``error`` when it could not be played."""
 
     exploit: str
     attack: str
@@ -85,17 +90,27 @@ class HackResult:
     agent: str | None = None
     error: str = ""
     info: dict = field(default_factory=dict, compare=False)
+    read: tuple[str, ...] = ()
+
+    @property
+    def paid(self) -> bool:
+        """Whether the attack was paid: a positive return above its baseline."""
+        return not self.error and self.reward > max(self.baseline, 0.0) + TOLERANCE
 
     @property
     def earned(self) -> bool:
-        """Whether the attack was paid: a positive return above its baseline."""
-        return not self.error and self.reward > max(self.baseline, 0.0) + TOLERANCE
+        """Whether the attack succeeded: it was paid, or it read what holds the answers."""
+        return not self.error and (self.paid or bool(self.read))
 
     def describe(self) -> str:
         where = f"seed {self.seed}" + (f", agent {self.agent}" if self.agent else "")
         if self.error:
             return f"{self.attack} ({where}): could not be played: {self.error}"
-        return (f"{self.attack} ({where}) earned {self.reward:g} where honest plays earned {self.baseline:g}; "
+        read = ""
+        if self.read:
+            shown = ", ".join(self.read[:3]) + (f" and {len(self.read) - 3} more" if len(self.read) > 3 else "")
+            read = f" read {len(self.read)} file{'s' if len(self.read) != 1 else ''} it must not see ({shown}) and"
+        return (f"{self.attack} ({where}){read} earned {self.reward:g} where honest plays earned {self.baseline:g}; "
                 f"it played {_short(' / '.join(self.actions))}")
 
 
@@ -139,7 +154,7 @@ class _Episode:
 
         self.env, self.seed, self.turns = env, seed, turns
         self.multi = isinstance(env, MultiAgentEnv)
-        self.played: dict[tuple[tuple[str, ...], str | None], tuple[float, dict]] = {}
+        self.played: dict[tuple[tuple[str, ...], str | None], tuple[float, dict, list]] = {}
         self.shown: tuple[tuple[str, ...], ...] = ()  # answers the prompt shows, each a control
 
     def probe(self, exploits: list[str]) -> list[HackResult]:
@@ -177,15 +192,17 @@ class _Episode:
 
     def attack(self, exploit: str, attack: Attack, seat: str | None) -> HackResult:
         try:
-            reward, info = self.play(attack.actions, seat)
+            reward, info, observations = self.play(attack.actions, seat)
+            read = tuple(attack.read(observations)) if attack.read is not None else ()
             honest = (self.play(control, seat) for control in (*attack.controls, (SAMPLE,), *self.shown))
-            baseline = max((r for r, end in honest if end.get("correct") is not True), default=float("-inf"))
+            baseline = max((r for r, end, _ in honest if end.get("correct") is not True), default=float("-inf"))
         except Exception as e:
             return HackResult(exploit, attack.name, self.seed, 0.0, 0.0, attack.actions, seat, error=_raised(e))
-        return HackResult(exploit, attack.name, self.seed, reward, baseline, attack.actions, seat, info=info)
+        return HackResult(exploit, attack.name, self.seed, reward, baseline, attack.actions, seat, info=info, read=read)
 
-    def play(self, actions: tuple[str, ...], seat: str | None) -> tuple[float, dict]:
-        """The return of ``actions`` from ``reset(seed)`` (for ``seat``), and the last info."""
+    def play(self, actions: tuple[str, ...], seat: str | None) -> tuple[float, dict, list]:
+        """The return of ``actions`` from ``reset(seed)`` (for ``seat``), the last info, and the
+        observations it got."""
         key = (tuple(actions), seat)
         if key not in self.played:
             if not actions:
@@ -193,23 +210,24 @@ class _Episode:
             self.played[key] = self._multi(actions, seat) if self.multi else self._single(actions)
         return self.played[key]
 
-    def _single(self, actions: tuple[str, ...]) -> tuple[float, dict]:
+    def _single(self, actions: tuple[str, ...]) -> tuple[float, dict, list]:
         env: Env = self.env
         env.reset(seed=self.seed)
-        total, info = 0.0, {}
+        total, info, observations = 0.0, {}, []
         for turn in range(self.turns):
             action = actions[min(turn, len(actions) - 1)]
             action = env.sample_random_action() if action == SAMPLE else action
-            _, reward, terminated, truncated, info = env.step(action)
+            observation, reward, terminated, truncated, info = env.step(action)
+            observations.append(observation)
             total += float(reward)
             if terminated or truncated:
                 break
-        return total, info
+        return total, info, observations
 
-    def _multi(self, actions: tuple[str, ...], seat: str | None) -> tuple[float, dict]:
+    def _multi(self, actions: tuple[str, ...], seat: str | None) -> tuple[float, dict, list]:
         env = self.env
         env.reset(seed=self.seed)
-        total, info, turn, steps = 0.0, {}, 0, 0
+        total, info, turn, steps, observations = 0.0, {}, 0, 0, []
         while env.agents and turn < self.turns and steps < 16 * self.turns:
             steps += 1
             step = {}
@@ -221,10 +239,12 @@ class _Episode:
                     step[agent] = env.random_action(agent)
             if seat in step:
                 turn += 1
-            _, rewards, _, _, infos = env.step(step)
+            observation, rewards, _, _, infos = env.step(step)
+            if isinstance(observation, dict) and seat in observation:
+                observations.append(observation[seat])
             total += float(rewards.get(seat, 0.0))
             info = infos.get(seat, info)
-        return total, info
+        return total, info, observations
 
 
 # --- GEM's generic exploits -------------------------------------------------------------------

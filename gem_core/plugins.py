@@ -33,7 +33,7 @@ ENTRY_POINT_GROUP = "gem"
 PLUGINS_ENV_VAR = "GEM_PLUGINS"
 DEFAULT_PLUGINS = {"core": "gem_core.defaults"}  # name -> module
 OWN_DISTRIBUTION = "gem-adapters"
-KINDS = tuple(registry.REGISTRIES)  # envs, wrappers, tools, estimators, commands, exploits
+KINDS = tuple(registry.REGISTRIES)  # envs, wrappers, tools, estimators, commands, exploits, keys
 
 
 def _warn(message: str, *args: Any) -> None:

@@ -16,7 +16,9 @@ What an entry's target is, per registry:
 * estimator: ``estimator(rewards, *, gamma, group_ids=None) -> list[numpy.ndarray]``;
 * command: a click command, offered by the ``gem`` command as ``gem <name>``;
 * exploit: ``exploit(context) -> [Attack, ...]``, attacks the reward-hacking probe plays
-  (:mod:`gem_core.hacks`), none for an environment it does not apply to.
+  (:mod:`gem_core.hacks`), none for an environment it does not apply to;
+* key (:data:`KEYS`): a :class:`~gem_core.keys.Key`, the files of a pack that hold its answers
+  and tests, as paths (never imported: see :mod:`gem_core.keys`).
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from typing import Any, Generic, TypeVar
 from gem_core.core import BaseEnv, Env
 from gem_core.multiagent import MultiAgentEnv
 from gem_core.envspec import EnvSpec, load_object
+from gem_core.keys import Key, build_key
 from gem_core.errors import (
     NO_DEFAULT,
     DuplicateRegistrationError,
@@ -83,7 +86,7 @@ class Component:
         return f"{getattr(t, '__module__', '?')}:{getattr(t, '__qualname__', repr(t))}"
 
 
-Entry = TypeVar("Entry", EnvSpec, Component)
+Entry = TypeVar("Entry", EnvSpec, Component, Key)
 
 
 class Registry(Generic[Entry]):
@@ -213,6 +216,7 @@ TOOLS: Registry[Component] = Registry("tool", _component_builder("tool"))
 ESTIMATORS: Registry[Component] = Registry("estimator", _component_builder("estimator"))
 COMMANDS: Registry[Component] = Registry("command", _component_builder("command"))
 EXPLOITS: Registry[Component] = Registry("exploit", _component_builder("exploit"))
+KEYS: Registry[Key] = Registry("key", build_key)
 
 #: Each registry under the plural its plugin hook is named for (``gem_register_<kind>``).
 REGISTRIES: dict[str, Registry[Any]] = {
@@ -222,6 +226,7 @@ REGISTRIES: dict[str, Registry[Any]] = {
     "estimators": ESTIMATORS,
     "commands": COMMANDS,
     "exploits": EXPLOITS,
+    "keys": KEYS,
 }
 
 _accepted: dict[Callable[..., Env], dict[str, object] | None] = {}

@@ -30,3 +30,9 @@ def gem_register_envs(register):
     from gem_envs.multiagent.customer_service import register_customer_service
 
     register_customer_service(register)
+
+
+@hookimpl
+def gem_register_keys(register):
+    register("retail-tasks", "gem_envs.multiagent:customer_service_tasks.json",
+             description="The customer-service tasks with the actions and outputs that solve them.")

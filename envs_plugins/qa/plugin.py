@@ -56,3 +56,8 @@ def gem_register_envs(register):
     register("qa:Almanac-v0+Search", _ALMANAC, env_id="qa:Almanac-v0+Search",
              wrappers=search(corpus=ALMANAC_CORPUS, topk=3), requires={"bm25s": "tools"},
              description="Search the Almanac's shipped corpus (BM25), then answer (offline).")
+
+
+@hookimpl
+def gem_register_keys(register):
+    register("almanac", "gem_envs.qa:almanac/questions.jsonl", description="The Almanac's questions with their answers.")

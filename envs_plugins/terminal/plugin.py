@@ -28,3 +28,9 @@ def gem_register_exploits(register):
     register("terminal", "gem_envs.terminal.exploits:terminal_exploits",
              description="Reward files, leftovers in the working directory, HOME and /tmp (modules, pytest "
                          "configuration, shadowed tools, shell start-up files), planted and locked test files.")
+
+
+@hookimpl
+def gem_register_keys(register):
+    register("terminal-tasks", [f"gem_envs.terminal:tasks/*/{name}" for name in ("solution.sh", "tests", "run-tests.sh")],
+             description="The shipped tasks' solutions, tests and test scripts.")

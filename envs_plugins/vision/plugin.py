@@ -48,3 +48,9 @@ def gem_register_envs(register):
     register("math:Geometry3K", "gem_envs.vision.geometry3k:VisualMathEnv", dataset_name=DATASET, split="train",
              env_id="math:Geometry3K", offline=False,
              description=f"Geometry problems with diagrams ({DATASET}), graded by math-verify.")
+
+
+@hookimpl
+def gem_register_keys(register):
+    register("digit-labels", "sklearn:datasets/data/digits.csv.gz",
+             description="scikit-learn's handwritten digits with their labels (DigitArithmetic's answers).")

@@ -28,3 +28,9 @@ def gem_register_envs(register):
         register(f"webshop:sample-{mode}", _ENV, observation_mode=mode, split="all", data_dir=SAMPLE_DIR,
                  requires=_REQUIRES, **_RULES,
                  description=f"WebShop on the small catalogue GEM ships ({mode} pages, offline; extras envs and tools).")
+
+
+@hookimpl
+def gem_register_keys(register):
+    register("webshop-goals", "gem_envs.webshop:sample/items_human_ins_sample.json",
+             description="The sample store's instructions with the products and options that satisfy them.")

@@ -67,7 +67,7 @@ def package_view(python: Interpreter, packages: Sequence[str] | None = None) -> 
     ``sklearn``) and their dependencies; None shows those of :data:`DEFAULT_PACKAGES` that are
     installed. A name asked for that is not installed raises :class:`SandboxConfigError`."""
     names = check_packages(packages)
-    view, missing = _view(python, names, _data_caches())
+    view, missing = _view(python, names, data_caches())
     if missing and packages is not None:
         raise SandboxConfigError(
             f"The sandbox cannot show {', '.join(map(repr, missing))}: not installed for {python.executable}. "
@@ -112,7 +112,7 @@ def _probe(executable: str, names: tuple[str, ...]) -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def _data_caches() -> tuple[str, ...]:
+def data_caches() -> tuple[str, ...]:
     """GEM's cache folder and Hugging Face's, as this process has them configured."""
     from gem_core.cache import cache_dir
 
