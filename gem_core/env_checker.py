@@ -552,7 +552,8 @@ class _Runner:
         env.close()
 
     def check_declared_keys(self) -> None:
-        from gem_core.keys import declared_keys, key_files
+        from gem_core.keys import key_files
+        from gem_core.registry import declared_keys
 
         spec = self.main.unwrapped.spec
         if spec is None:

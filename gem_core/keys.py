@@ -10,7 +10,7 @@ A pack declares them through the ``gem_register_keys`` hook, as it registers env
 Each path is ``"package:relative path"`` (a file or folder inside an importable package's
 folder, wherever it is installed; the package is found, not imported) or an absolute path; either
 may hold ``*`` and ``**`` globs. Declaring reads nothing: :func:`key_files` finds the files when
-they are needed. GEM's sandboxes never show these files to an agent's code (they show only the
+they are needed (:func:`gem_core.registry.declared_keys` lists the declarations). GEM's sandboxes never show these files to an agent's code (they show only the
 packages the code may use, see :mod:`gem_core.sandbox.view`); the reward-hacking probe tries to
 read them from inside every sandbox an environment runs the agent's code in, and ``gem check``
 fails when a declared path matches no file.
@@ -106,10 +106,3 @@ def key_files(key: Key) -> list[str]:
                            f"(looked for {pattern}). Fix the declaration, or ship the file.")
         files += found
     return files
-
-
-def declared_keys(source: str | None = None) -> list[Key]:
-    """The registered keys (those registered by ``source``, e.g. ``"plugin 'qa'"``, if given)."""
-    from gem_core.registry import KEYS
-
-    return [key for key in KEYS.components() if source is None or key.source == source]

@@ -78,8 +78,8 @@ class Target:
 
 def targets() -> list[Target]:
     """Every declared key's files, every registered pack's folder and the data caches."""
-    from gem_core.keys import declared_keys, matches
-    from gem_core.registry import ENVS, EXPLOITS
+    from gem_core.keys import matches
+    from gem_core.registry import ENVS, EXPLOITS, declared_keys
     from gem_core.sandbox.view import data_caches
 
     found: dict[str, Target] = {}

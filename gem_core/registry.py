@@ -49,11 +49,13 @@ from gem_core.errors import (
 _ID_PATTERN = re.compile(r"^[A-Za-z0-9_.\-]+(:[^\s:]+)?$")  # the category is optional (gem-llm's "sokoban")
 _FAMILY_PATTERN = re.compile(r"^([A-Za-z0-9_.\-]+):\{([A-Za-z_][A-Za-z0-9_]*)\}$")  # "remote:{url}"
 
-_discover: Callable[[], None] | None = None
+_discover: Callable[..., None] | None = None
 
 
-def set_discovery(discover: Callable[[], None]) -> None:
-    """Make ``discover`` (idempotent, cheap once done) run before every registry look-up.
+def set_discovery(discover: Callable[..., None]) -> None:
+    """Make ``discover`` (idempotent, cheap once done) run before every registry look-up:
+    ``discover()`` finds everything, ``discover(kind, name)`` at least what is likely to register
+    ``name`` in the registry of that kind (the look-up asks for everything if it is not there).
 
     :mod:`gem_core.plugins` installs its loader here when imported, so that the registries never
     import the plugin loader."""
@@ -61,10 +63,11 @@ def set_discovery(discover: Callable[[], None]) -> None:
     _discover = discover
 
 
-def ensure_discovered() -> None:
-    """Run the installed discovery (the plugins load on the first call)."""
+def ensure_discovered(kind: str | None = None, name: str | None = None) -> None:
+    """Run the installed discovery (the plugins load on the first call): of everything, or of what
+    is likely to register ``name`` in the registry of ``kind``."""
     if _discover is not None:
-        _discover()
+        _discover(kind, name)
 
 
 @dataclass(frozen=True)
@@ -123,9 +126,13 @@ class Registry(Generic[Entry]):
             self._loaded.pop(name, None)
 
     def find(self, name: str) -> Entry | None:
-        """The entry for ``name``, or None."""
-        ensure_discovered()
-        return self._entries.get(name)
+        """The entry for ``name``, or None (found without loading every plugin where it can be)."""
+        ensure_discovered(self.kind, name)
+        entry = self._entries.get(name)
+        if entry is None:
+            ensure_discovered()
+            entry = self._entries.get(name)
+        return entry
 
     def component(self, name: str) -> Entry:
         """The entry for ``name``; unknown names raise an error naming the closest."""
@@ -287,6 +294,12 @@ def list_envs(pattern: str | None = None) -> list[EnvSpec]:
         return [s for s in specs if fnmatch.fnmatchcase(s.id.lower(), pattern.lower())]
     needle = pattern.lower()
     return [s for s in specs if needle in s.id.lower()]
+
+
+def declared_keys(source: str | None = None) -> list[Key]:
+    """The declared answer keys (see :mod:`gem_core.keys`); those registered by ``source`` (e.g.
+    ``"plugin 'qa'"``, an environment spec's ``source``) if given."""
+    return [key for key in KEYS.components() if source is None or key.source == source]
 
 
 def make(id: str | None = None, **kwargs: Any) -> Env:

@@ -57,7 +57,7 @@ VIEW_ROOT = "/run/gem-packages"  # where a view shows editable installs' package
 SANDBOX_UID = 65534  # nobody
 MIN_BWRAP_VERSION = (0, 8)
 _HOST_UIDS = (1_900_000_000, 2_000_000_000)  # above the ranges container managers hand out
-_SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc")
+SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc")
 _OWN_DIRS = ("/proc", "/dev", "/sys", "/run", WORKDIR)  # never the host's, even with host_root
 _MASKED_FILES = ("/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-", "/etc/sudoers")
 _MASKED_DIRS = ("/etc/ssh", "/etc/sudoers.d", "/etc/ssl/private")
@@ -86,7 +86,7 @@ class Interpreter:
 
     def inside(self, path: str) -> str:
         """The host's ``path`` as the sandbox sees it (see the module documentation)."""
-        return HOST_TMP_VIEW + path if _is_under(path, (WORKDIR,)) else path
+        return HOST_TMP_VIEW + path if is_under(path, (WORKDIR,)) else path
 
     @property
     def sandbox_sys_path(self) -> tuple[str, ...]:
@@ -118,7 +118,7 @@ def interpreter(python: str) -> Interpreter:
     wanted |= {os.path.realpath(p) for p in wanted}
     mounts: list[str] = []
     for path in sorted(p for p in wanted if os.path.exists(p)):  # a parent sorts before its children
-        if not _is_under(path, _SYSTEM_DIRS) and not _is_under(path, mounts):
+        if not is_under(path, SYSTEM_DIRS) and not is_under(path, mounts):
             mounts.append(path)
     return Interpreter(executable=python, sys_path=sys_path, mounts=tuple(mounts))
 
@@ -223,12 +223,12 @@ def sandbox_argv(python: Interpreter, program_args: list[str], *, tmp_bytes: int
 def visible(python: Interpreter, path: str, *, host_root: bool = False) -> bool:
     """Whether a sandbox around ``python`` shows the host's ``path`` (read-only)."""
     path = os.path.realpath(path)
-    return _is_under(path, _shown_dirs(host_root)) or _is_under(path, python.mounts)
+    return is_under(path, _shown_dirs(host_root)) or is_under(path, python.mounts)
 
 
 def _shown_dirs(host_root: bool) -> list[str]:
     """The host folders a sandbox shows whole, beside the interpreter's."""
-    shown = _host_entries() if host_root else _SYSTEM_DIRS
+    shown = _host_entries() if host_root else SYSTEM_DIRS
     return [p for p in shown if os.path.isdir(p) and not os.path.islink(p)]
 
 
@@ -256,7 +256,7 @@ def _mounts(python: Interpreter, tmp_bytes: int, host_root: bool = False,
             view: PackageView | None = None) -> tuple[str, ...]:
     """The file system's bwrap arguments (before the program's files and the final remount)."""
     args: list[str] = []
-    for path in _host_entries() if host_root else _SYSTEM_DIRS:
+    for path in _host_entries() if host_root else SYSTEM_DIRS:
         if os.path.islink(path):
             args += ["--symlink", os.readlink(path), path]
         elif os.path.exists(path):  # a system folder, or with host_root any entry shown
@@ -278,7 +278,7 @@ def _mounts(python: Interpreter, tmp_bytes: int, host_root: bool = False,
     made: set[str] = set()
     shown = _shown_dirs(host_root)
     for path in python.mounts:
-        if _is_under(path, shown):
+        if is_under(path, shown):
             continue
         target = path if host_root else python.inside(path)
         # Parents that bwrap made itself would copy the host's modes (/root is 0700): make them
@@ -296,7 +296,7 @@ def _view_mounts(python: Interpreter, view: PackageView) -> list[str]:
     distributions it shows (see :mod:`gem_core.sandbox.view`)."""
     args: list[str] = []
     made: set[str] = set()
-    shown: list[str] = [p for p in _SYSTEM_DIRS if os.path.isdir(p) and not os.path.islink(p)]
+    shown: list[str] = [p for p in SYSTEM_DIRS if os.path.isdir(p) and not os.path.islink(p)]
 
     emptied: list[str] = []
 
@@ -305,8 +305,8 @@ def _view_mounts(python: Interpreter, view: PackageView) -> list[str]:
         what is shown, or in an emptied folder). Parents that bwrap made itself would copy the
         host's modes (/root is 0700): they are made 0755."""
         target = python.inside(path)
-        inside = next((python.inside(d) for d in emptied if _is_under(path, (d,))), None)
-        if inside is not None or not _is_under(path, shown):
+        inside = next((python.inside(d) for d in emptied if is_under(path, (d,))), None)
+        if inside is not None or not is_under(path, shown):
             for parent in _parents(target):
                 if parent not in made and (inside is None or parent.startswith(inside + "/")):
                     made.add(parent)
@@ -314,7 +314,7 @@ def _view_mounts(python: Interpreter, view: PackageView) -> list[str]:
         return target
 
     def bind(path: str) -> None:
-        if not _is_under(path, shown) and os.path.lexists(path):
+        if not is_under(path, shown) and os.path.lexists(path):
             args.extend(("--ro-bind", path, place(path)))
             shown.append(path)
 
@@ -323,15 +323,15 @@ def _view_mounts(python: Interpreter, view: PackageView) -> list[str]:
     for path, target in view.executable:
         if target is None:
             bind(path)
-        elif not _is_under(path, shown):
+        elif not is_under(path, shown):
             args.extend(("--symlink", python.inside(target) if os.path.isabs(target) else target, place(path)))
     for path in view.files:
         bind(path)
-    emptied += [path for path in view.site_dirs if _is_under(path, shown)]
+    emptied += [path for path in view.site_dirs if is_under(path, shown)]
     for path in emptied:
         args.extend(("--tmpfs", python.inside(path)))
     for path in view.shown:
-        if _is_under(path, emptied) or not _is_under(path, shown):
+        if is_under(path, emptied) or not is_under(path, shown):
             args.extend(("--ro-bind", path, place(path)))
     for path in emptied:
         args.extend(("--remount-ro", python.inside(path)))
@@ -360,7 +360,8 @@ def _parents(path: str) -> list[str]:
     return ["/" + "/".join(parts[: i + 1]) for i in range(len(parts))]
 
 
-def _is_under(path: str, roots) -> bool:
+def is_under(path: str, roots) -> bool:
+    """Whether ``path`` is one of ``roots`` or lies below one."""
     return any(path == root or path.startswith(root.rstrip("/") + "/") for root in roots)
 
 

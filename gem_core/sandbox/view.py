@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import resources
 
-from gem_core.sandbox.bubblewrap import _SYSTEM_DIRS, VIEW_ROOT, Interpreter, SandboxConfigError, _is_under
+from gem_core.sandbox.bubblewrap import SYSTEM_DIRS, VIEW_ROOT, Interpreter, SandboxConfigError, is_under
 
 #: The distributions a sandbox shows by default (each only where it is installed), with their
 #: dependencies: numeric, symbolic and graph computing and the containers programming problems use.
@@ -90,8 +90,8 @@ def _view(python: Interpreter, names: tuple[str, ...], caches: tuple[str, ...]) 
     found = _probe(python.executable, names)
     shown = tuple(found["shown"])
     libraries = tuple(found["libraries"])
-    visible_roots = (*_SYSTEM_DIRS, *libraries, *shown)
-    masked = tuple(c for c in caches if _is_under(os.path.realpath(c), visible_roots))
+    visible_roots = (*SYSTEM_DIRS, *libraries, *shown)
+    masked = tuple(c for c in caches if is_under(os.path.realpath(c), visible_roots))
     view = PackageView(
         python=python, packages=tuple(found["packages"]), sys_path=tuple(found["sys_path"]),
         executable=tuple((path, target) for path, target in found["executable"]), files=tuple(found["files"]),

