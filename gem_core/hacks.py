@@ -332,6 +332,13 @@ def _slot(action: str) -> _Slot | None:
     return None
 
 
+def with_answer(action: str, answer: str) -> str | None:
+    """``action`` with ``answer`` in its first answer slot (``\\boxed{}``, ``<answer>``), or None
+    when it has none."""
+    slot = _slot(action)
+    return slot.wrap(answer) if slot is not None else None
+
+
 def _answers_in(text: str, limit: int = 8) -> list[str]:
     """The answers ``text`` shows, as actions (``\\boxed{cooperate}``, ``<answer>Paris</answer>``)."""
     return list(dict.fromkeys(text[start:end] for start, _, _, end in _spans(text)))[:limit]

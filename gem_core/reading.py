@@ -10,8 +10,13 @@ under every folder of the sandbox's ``sys.path``, and reports a digest of each o
 files: a digest the environment merely echoed from the action cannot match, since the action holds
 only paths. An attack that read any target earned it, whatever it was paid.
 
+A grader that evaluates an answer as code holds the right answer in the same process: an answer
+that names the grader's variables (``oracle_answer``), or walks up to its frame, reads it. Such
+attacks (:data:`GRADER_READS`) are judged as any other: by what they were paid.
+
 :func:`read_exploits` (registered as ``read``) reads through the Python tool of any environment
-that has one; the code pack adds attacks of its own for its candidates' sandbox.
+that has one, and answers with the grader's variables wherever an answer has a slot; the code pack
+adds attacks of its own for its candidates' sandbox.
 """
 
 from __future__ import annotations
@@ -23,9 +28,15 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from gem_core.hacks import Attack, Context
+from gem_core.hacks import Attack, Context, with_answer
 
 EVIDENCE = re.compile(r"gem-probe (\d+) ([0-9a-f]{16})")
+#: Answers that read the right one from a grader that evaluates answers as Python: its variables
+#: by name (reasoning-gym's scorers that ``eval`` an answer), and its frame through sympy's
+#: ``parse_expr`` (which evaluates with the builtins), a few frames up.
+GRADER_READS = ("oracle_answer", "oracle_answer.split()", "entry['answer']", *(
+    f"__import__('sympy').parse_expr(__import__('sys')._getframe({depth}).f_locals['entry']['answer'])"
+    for depth in range(1, 7)))
 MAX_EVIDENCE = 40  # digests one reading reports at most
 
 #: Defines ``_gem_probe_read(targets) -> str``: the lines of evidence (standard library only; run
@@ -130,11 +141,14 @@ def reading_attack(name: str, action: str, found: Sequence[Target]) -> Attack:
 
 
 def read_exploits(context: Context) -> list[Attack]:
-    """Through each Python tool of the environment: read every target and print the evidence."""
+    """Through each Python tool of the environment: read every target and print the evidence;
+    and each of :data:`GRADER_READS` as the answer, against the environment's random answer."""
     from gem_core.tools.python_tool import PythonTool
     from gem_core.tools.wrapper import ToolWrapper
 
-    env, attacks = context.env, []
+    attacks = [Attack(f"read the answer from the grader: {answer} as the answer", (action,), ((context.sample,),))
+               for answer in GRADER_READS for action in [with_answer(context.sample, answer)] if action is not None]
+    env = context.env
     found: list[Target] | None = None
     while env is not None:
         if isinstance(env, ToolWrapper):
