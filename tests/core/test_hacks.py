@@ -220,7 +220,27 @@ def test_reading_through_the_python_tool_is_caught_where_the_sandbox_shows_a_pac
     assert "read the answer through the python tool" in leaked[0].describe()
     assert f"read {len(leaked[0].read)} files it must not see" in leaked[0].describe()
     held = probe("math:Arithmetic-v0+Tool", seeds=(0,), exploits=["read"])
-    assert len(held) == 1 and not held[0].read and not held[0].earned and not held[0].error
+    through_tool = [r for r in held if "through the python tool" in r.attack]
+    assert len(through_tool) == 1 and not through_tool[0].read
+    assert held and not [r.describe() for r in held if r.earned or r.error]
+
+
+class EvalGrader(Quiz):
+    """A grader that evaluates the answer as Python where it holds the right one (as some
+    reasoning-gym scorers did)."""
+
+    def grade(self, answers, action):
+        oracle_answer = self.right  # noqa: F841 - what an answer naming it reads
+        try:
+            return float(str(eval(answers[-1])) == self.right)  # noqa: S307
+        except Exception:
+            return 0.0
+
+
+def test_an_answer_naming_the_grader_s_variables_is_caught():
+    found = {r.attack for r in probe(EvalGrader, seeds=(0, 1), exploits=["read"]) if r.earned}
+    assert found == {"read the answer from the grader: oracle_answer as the answer"}
+    assert not [r for r in probe(Quiz, seeds=(0,), exploits=["read"]) if r.earned]
 
 
 def test_echoing_the_reading_program_proves_nothing():
