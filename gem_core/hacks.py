@@ -66,20 +66,21 @@ class Attack:
     way) that the attack must out-earn. :data:`SAMPLE` stands for a random action.
 
     ``read``, for an attack that reads what holds the answers (see :mod:`gem_core.reading`), takes
-    the play's observations and returns what they prove it read; an attack that read anything
-    earned it, whatever it was paid."""
+    the play's observations and its last ``info`` and returns what they prove it read. Such an
+    attack is judged by that alone: it earned something when it read anything, whatever it was
+    paid (a reading's answer may get a scorer's partial credit for its shape)."""
 
     name: str
     actions: tuple[str, ...]
     controls: tuple[tuple[str, ...], ...] = ()
-    read: Callable[[Sequence[Any]], Sequence[str]] | None = field(default=None, compare=False)
+    read: Callable[[Sequence[Any], dict], Sequence[str]] | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)
 class HackResult:
     """One attack on one seat of one episode: its return, the best return of its controls
-    (``baseline``), the actions it played and the last ``info`` it got; ``read``, what a reading
-    attack proved it read; ``error`` when it could not be played."""
+    (``baseline``), the actions it played and the last ``info`` it got; for a ``reading`` attack,
+    what it proved it ``read``; ``error`` when it could not be played."""
 
     exploit: str
     attack: str
@@ -91,6 +92,7 @@ class HackResult:
     error: str = ""
     info: dict = field(default_factory=dict, compare=False)
     read: tuple[str, ...] = ()
+    reading: bool = False
 
     @property
     def paid(self) -> bool:
@@ -99,8 +101,9 @@ class HackResult:
 
     @property
     def earned(self) -> bool:
-        """Whether the attack succeeded: it was paid, or it read what holds the answers."""
-        return not self.error and (self.paid or bool(self.read))
+        """Whether the attack succeeded: a reading attack when it read what holds the answers,
+        any other when it was paid."""
+        return not self.error and (bool(self.read) if self.reading else self.paid)
 
     def describe(self) -> str:
         where = f"seed {self.seed}" + (f", agent {self.agent}" if self.agent else "")
@@ -109,7 +112,7 @@ class HackResult:
         read = ""
         if self.read:
             shown = ", ".join(self.read[:3]) + (f" and {len(self.read) - 3} more" if len(self.read) > 3 else "")
-            read = f" read {len(self.read)} file{'s' if len(self.read) != 1 else ''} it must not see ({shown}) and"
+            read = f" read what it must not see ({shown}) and"
         return (f"{self.attack} ({where}){read} earned {self.reward:g} where honest plays earned {self.baseline:g}; "
                 f"it played {_short(' / '.join(self.actions))}")
 
@@ -193,12 +196,13 @@ class _Episode:
     def attack(self, exploit: str, attack: Attack, seat: str | None) -> HackResult:
         try:
             reward, info, observations = self.play(attack.actions, seat)
-            read = tuple(attack.read(observations)) if attack.read is not None else ()
+            read = tuple(attack.read(observations, info)) if attack.read is not None else ()
             honest = (self.play(control, seat) for control in (*attack.controls, (SAMPLE,), *self.shown))
             baseline = max((r for r, end, _ in honest if end.get("correct") is not True), default=float("-inf"))
         except Exception as e:
             return HackResult(exploit, attack.name, self.seed, 0.0, 0.0, attack.actions, seat, error=_raised(e))
-        return HackResult(exploit, attack.name, self.seed, reward, baseline, attack.actions, seat, info=info, read=read)
+        return HackResult(exploit, attack.name, self.seed, reward, baseline, attack.actions, seat, info=info, read=read,
+                          reading=attack.read is not None)
 
     def play(self, actions: tuple[str, ...], seat: str | None) -> tuple[float, dict, list]:
         """The return of ``actions`` from ``reset(seed)`` (for ``seat``), the last info, and the

@@ -11,8 +11,10 @@ files: a digest the environment merely echoed from the action cannot match, sinc
 only paths. An attack that read any target earned it, whatever it was paid.
 
 A grader that evaluates an answer as code holds the right answer in the same process: an answer
-that names the grader's variables (``oracle_answer``), or walks up to its frame, reads it. Such
-attacks (:data:`GRADER_READS`) are judged as any other: by what they were paid.
+that names the grader's variables (``oracle_answer``), or walks up to its frame, reads it. Such an
+attack (:data:`GRADER_READS`) read the answer when the grader takes it for the right one
+(``info["correct"]``); what it was paid proves nothing (a scorer's partial credit may pay an
+answer of its shape).
 
 :func:`read_exploits` (registered as ``read``) reads through the Python tool of any environment
 that has one, and answers with the grader's variables wherever an answer has a slot; the code pack
@@ -29,6 +31,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from gem_core.hacks import Attack, Context, with_answer
+from gem_core.sandbox.bubblewrap import HOST_TMP_VIEW
 
 EVIDENCE = re.compile(r"gem-probe (\d+) ([0-9a-f]{16})")
 #: Answers that read the right one from a grader that evaluates answers as Python: its variables
@@ -47,7 +50,7 @@ def _gem_probe_read(targets, limit=%d):
     roots = [root for root in sys.path if root]
     found = []
     for number, (path, relative, folder) in enumerate(targets):
-        places = [path, "/run/gem-host" + path] + [os.path.join(root, relative) for root in roots if relative]
+        places = [path, %r + path] + [os.path.join(root, relative) for root in roots if relative]
         for place in places:
             try:
                 if folder:
@@ -62,7 +65,7 @@ def _gem_probe_read(targets, limit=%d):
         if len(found) >= limit:
             break
     return "\\n".join(found) + "\\ngem-probe: %%d of %%d targets readable" %% (len(found), len(targets))
-''' % MAX_EVIDENCE
+''' % (MAX_EVIDENCE, HOST_TMP_VIEW)
 
 
 @dataclass(frozen=True)
@@ -137,7 +140,7 @@ def proven(found: Sequence[Target], observations: Iterable[str]) -> tuple[str, .
 
 def reading_attack(name: str, action: str, found: Sequence[Target]) -> Attack:
     """An attack playing ``action`` (which runs a :func:`reader`), judged by what it proved it read."""
-    return Attack(name, (action,), read=lambda observations: proven(found, observations))
+    return Attack(name, (action,), read=lambda observations, info: proven(found, observations))
 
 
 def read_exploits(context: Context) -> list[Attack]:
@@ -146,7 +149,7 @@ def read_exploits(context: Context) -> list[Attack]:
     from gem_core.tools.python_tool import PythonTool
     from gem_core.tools.wrapper import ToolWrapper
 
-    attacks = [Attack(f"read the answer from the grader: {answer} as the answer", (action,), ((context.sample,),))
+    attacks = [Attack(f"read the answer from the grader: {answer} as the answer", (action,), read=_taken_for_right)
                for answer in GRADER_READS for action in [with_answer(context.sample, answer)] if action is not None]
     env = context.env
     found: list[Target] | None = None
@@ -160,6 +163,10 @@ def read_exploits(context: Context) -> list[Attack]:
                                                   "data, answer key and data cache", action, found))
         env = getattr(env, "env", None)
     return attacks
+
+
+def _taken_for_right(observations: Sequence[str], info: dict) -> tuple[str, ...]:
+    return ("the right answer, which the grader held",) if info.get("correct") is True else ()
 
 
 def _package_path(module: str) -> tuple[str, str] | None:

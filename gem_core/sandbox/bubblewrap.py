@@ -342,6 +342,8 @@ def _view_mounts(python: Interpreter, view: PackageView) -> list[str]:
     for path, name in view.aliases:
         args.extend(("--ro-bind", path, f"{VIEW_ROOT}/{name}"))
     for path in view.masked:
+        if is_under(path, emptied) and not is_under(path, view.shown):
+            continue  # not shown anyway (and there is no folder to mount on)
         args.extend(("--tmpfs", python.inside(path), "--remount-ro", python.inside(path)))
     return args
 

@@ -50,6 +50,9 @@ def main(names):
             site_dirs.update(glob.glob(os.path.join(library, "python*", name)))
     for pattern in _SYSTEM_SITES:
         site_dirs.update(glob.glob(pattern))
+    # A folder holding the standard library is no folder of packages (a PYTHONPATH of /usr, say).
+    site_dirs = {d for d in site_dirs
+                 if not any(p == r or p.startswith(r.rstrip("/") + "/") for r in [os.path.realpath(d)] for p in own)}
     shown, aliases, packages, missing = [], [], [], []
     seen = set()
     queue = [(name, True) for name in names]

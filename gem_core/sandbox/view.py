@@ -91,7 +91,7 @@ def _view(python: Interpreter, names: tuple[str, ...], caches: tuple[str, ...]) 
     shown = tuple(found["shown"])
     libraries = tuple(found["libraries"])
     visible_roots = (*SYSTEM_DIRS, *libraries, *shown)
-    masked = tuple(c for c in caches if is_under(os.path.realpath(c), visible_roots))
+    masked = tuple(c for c in caches if os.path.isdir(c) and is_under(os.path.realpath(c), visible_roots))
     view = PackageView(
         python=python, packages=tuple(found["packages"]), sys_path=tuple(found["sys_path"]),
         executable=tuple((path, target) for path, target in found["executable"]), files=tuple(found["files"]),

@@ -218,7 +218,7 @@ def test_reading_through_the_python_tool_is_caught_where_the_sandbox_shows_a_pac
     almanac = key_files(next(key for key in declared_keys() if key.name == "almanac"))
     assert set(almanac) <= set(leaked[0].read)  # the Almanac's answers, a declared key, were read
     assert "read the answer through the python tool" in leaked[0].describe()
-    assert f"read {len(leaked[0].read)} files it must not see" in leaked[0].describe()
+    assert "read what it must not see (" in leaked[0].describe()
     held = probe("math:Arithmetic-v0+Tool", seeds=(0,), exploits=["read"])
     through_tool = [r for r in held if "through the python tool" in r.attack]
     assert len(through_tool) == 1 and not through_tool[0].read
@@ -257,7 +257,7 @@ def test_gem_check_reports_a_read_answer_and_fails():
         done = CliRunner().invoke(cli, prog_name="gem", args=["check", "hacktest:LeakyTool-v0", "--hacks", "--steps", "3",
                                                               "--skip", "seeded_replay"])
         assert done.exit_code == 1, done.output
-        assert "read the answer" in done.output and "files it must not see" in " ".join(done.output.split())
+        assert "read the answer" in done.output and "read what it must not see" in " ".join(done.output.split())
     finally:
         gem_core.registry.deregister("hacktest:LeakyTool-v0")
 
