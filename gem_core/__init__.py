@@ -18,7 +18,9 @@ The kernel:
 * :mod:`~gem_core.wrappers`: the wrappers that ship with GEM, and wrapper chains by name.
 * :mod:`~gem_core.episodes`: episodes, turn by turn; :mod:`~gem_core.rollout` collects them.
 * :mod:`~gem_core.env_checker`: checks an environment against the contract (``gem check``);
-  :mod:`~gem_core.hacks` plays known reward hacks against it (``gem check --hacks``).
+  :mod:`~gem_core.hacks` plays known reward hacks against it (``gem check --hacks``), and
+  :mod:`~gem_core.reading` reads for the answer from inside its sandboxes.
+* :mod:`~gem_core.keys`: the files a pack declares as holding its answers and tests.
 * :mod:`~gem_core.errors`: GEM's exceptions.
 
 What environments share:

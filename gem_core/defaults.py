@@ -81,3 +81,6 @@ def gem_register_exploits(register):
     register("generic", "gem_core.hacks:generic_exploits",
              description="Empty, enormous and repeated answers, many answers at once, the prompt echoed back, "
                          "malformed answer tags, tool-call floods.")
+    register("read", "gem_core.reading:read_exploits",
+             description="Read the answer: every pack's data, declared answer keys and data caches, through the "
+                         "Python tool.")

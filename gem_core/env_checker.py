@@ -60,9 +60,10 @@ CHECKS: dict[str, str] = {
     "clone": "clone() continues identically and independently",
     "episode_bound": "episodes end within max_episode_steps",
     "close_twice": "close() may be called twice",
+    "declared_keys": "the files its pack declares as holding answers and tests exist",
 }
 #: The check that ``hacks=True`` adds.
-HACKS_CHECK = {"reward_hacks": "no known exploit earns more than honest plays that solve nothing"}
+HACKS_CHECK = {"reward_hacks": "no known exploit earns more than honest plays that solve nothing, or reads the answer"}
 
 
 class EnvCheckError(GemError, AssertionError):
@@ -549,6 +550,19 @@ class _Runner:
         self.driver.reset(env, self.seed)
         env.close()
         env.close()
+
+    def check_declared_keys(self) -> None:
+        from gem_core.keys import key_files
+        from gem_core.registry import declared_keys
+
+        spec = self.main.unwrapped.spec
+        if spec is None:
+            return  # not made from a registered id: no pack declared anything for it
+        for key in declared_keys(spec.source):
+            try:
+                key_files(key)
+            except GemError as e:
+                raise _Failure(str(e)) from None
 
 
 def _raised(error: BaseException) -> str:

@@ -63,18 +63,24 @@ class Context:
 class Attack:
     """An exploit's play: ``actions`` in order, the last one repeated until the episode ends;
     ``controls`` are honest plays of the same shape (each a sequence of actions, played the same
-    way) that the attack must out-earn. :data:`SAMPLE` stands for a random action."""
+    way) that the attack must out-earn. :data:`SAMPLE` stands for a random action.
+
+    ``read``, for an attack that reads what holds the answers (see :mod:`gem_core.reading`), takes
+    the play's observations and its last ``info`` and returns what they prove it read. Such an
+    attack is judged by that alone: it earned something when it read anything, whatever it was
+    paid (a reading's answer may get a scorer's partial credit for its shape)."""
 
     name: str
     actions: tuple[str, ...]
     controls: tuple[tuple[str, ...], ...] = ()
+    read: Callable[[Sequence[Any], dict], Sequence[str]] | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)
 class HackResult:
     """One attack on one seat of one episode: its return, the best return of its controls
-    (``baseline``), the actions it played and the last ``info`` it got; ``error`` when it could not
-    be played."""
+    (``baseline``), the actions it played and the last ``info`` it got; for a ``reading`` attack,
+    what it proved it ``read``; ``error`` when it could not be played."""
 
     exploit: str
     attack: str
@@ -85,17 +91,29 @@ class HackResult:
     agent: str | None = None
     error: str = ""
     info: dict = field(default_factory=dict, compare=False)
+    read: tuple[str, ...] = ()
+    reading: bool = False
+
+    @property
+    def paid(self) -> bool:
+        """Whether the attack was paid: a positive return above its baseline."""
+        return not self.error and self.reward > max(self.baseline, 0.0) + TOLERANCE
 
     @property
     def earned(self) -> bool:
-        """Whether the attack was paid: a positive return above its baseline."""
-        return not self.error and self.reward > max(self.baseline, 0.0) + TOLERANCE
+        """Whether the attack succeeded: a reading attack when it read what holds the answers,
+        any other when it was paid."""
+        return not self.error and (bool(self.read) if self.reading else self.paid)
 
     def describe(self) -> str:
         where = f"seed {self.seed}" + (f", agent {self.agent}" if self.agent else "")
         if self.error:
             return f"{self.attack} ({where}): could not be played: {self.error}"
-        return (f"{self.attack} ({where}) earned {self.reward:g} where honest plays earned {self.baseline:g}; "
+        read = ""
+        if self.read:
+            shown = ", ".join(self.read[:3]) + (f" and {len(self.read) - 3} more" if len(self.read) > 3 else "")
+            read = f" read what it must not see ({shown}) and"
+        return (f"{self.attack} ({where}){read} earned {self.reward:g} where honest plays earned {self.baseline:g}; "
                 f"it played {_short(' / '.join(self.actions))}")
 
 
@@ -139,7 +157,7 @@ class _Episode:
 
         self.env, self.seed, self.turns = env, seed, turns
         self.multi = isinstance(env, MultiAgentEnv)
-        self.played: dict[tuple[tuple[str, ...], str | None], tuple[float, dict]] = {}
+        self.played: dict[tuple[tuple[str, ...], str | None], tuple[float, dict, list]] = {}
         self.shown: tuple[tuple[str, ...], ...] = ()  # answers the prompt shows, each a control
 
     def probe(self, exploits: list[str]) -> list[HackResult]:
@@ -177,15 +195,18 @@ class _Episode:
 
     def attack(self, exploit: str, attack: Attack, seat: str | None) -> HackResult:
         try:
-            reward, info = self.play(attack.actions, seat)
+            reward, info, observations = self.play(attack.actions, seat)
+            read = tuple(attack.read(observations, info)) if attack.read is not None else ()
             honest = (self.play(control, seat) for control in (*attack.controls, (SAMPLE,), *self.shown))
-            baseline = max((r for r, end in honest if end.get("correct") is not True), default=float("-inf"))
+            baseline = max((r for r, end, _ in honest if end.get("correct") is not True), default=float("-inf"))
         except Exception as e:
             return HackResult(exploit, attack.name, self.seed, 0.0, 0.0, attack.actions, seat, error=_raised(e))
-        return HackResult(exploit, attack.name, self.seed, reward, baseline, attack.actions, seat, info=info)
+        return HackResult(exploit, attack.name, self.seed, reward, baseline, attack.actions, seat, info=info, read=read,
+                          reading=attack.read is not None)
 
-    def play(self, actions: tuple[str, ...], seat: str | None) -> tuple[float, dict]:
-        """The return of ``actions`` from ``reset(seed)`` (for ``seat``), and the last info."""
+    def play(self, actions: tuple[str, ...], seat: str | None) -> tuple[float, dict, list]:
+        """The return of ``actions`` from ``reset(seed)`` (for ``seat``), the last info, and the
+        observations it got."""
         key = (tuple(actions), seat)
         if key not in self.played:
             if not actions:
@@ -193,23 +214,24 @@ class _Episode:
             self.played[key] = self._multi(actions, seat) if self.multi else self._single(actions)
         return self.played[key]
 
-    def _single(self, actions: tuple[str, ...]) -> tuple[float, dict]:
+    def _single(self, actions: tuple[str, ...]) -> tuple[float, dict, list]:
         env: Env = self.env
         env.reset(seed=self.seed)
-        total, info = 0.0, {}
+        total, info, observations = 0.0, {}, []
         for turn in range(self.turns):
             action = actions[min(turn, len(actions) - 1)]
             action = env.sample_random_action() if action == SAMPLE else action
-            _, reward, terminated, truncated, info = env.step(action)
+            observation, reward, terminated, truncated, info = env.step(action)
+            observations.append(observation)
             total += float(reward)
             if terminated or truncated:
                 break
-        return total, info
+        return total, info, observations
 
-    def _multi(self, actions: tuple[str, ...], seat: str | None) -> tuple[float, dict]:
+    def _multi(self, actions: tuple[str, ...], seat: str | None) -> tuple[float, dict, list]:
         env = self.env
         env.reset(seed=self.seed)
-        total, info, turn, steps = 0.0, {}, 0, 0
+        total, info, turn, steps, observations = 0.0, {}, 0, 0, []
         while env.agents and turn < self.turns and steps < 16 * self.turns:
             steps += 1
             step = {}
@@ -221,10 +243,12 @@ class _Episode:
                     step[agent] = env.random_action(agent)
             if seat in step:
                 turn += 1
-            _, rewards, _, _, infos = env.step(step)
+            observation, rewards, _, _, infos = env.step(step)
+            if isinstance(observation, dict) and seat in observation:
+                observations.append(observation[seat])
             total += float(rewards.get(seat, 0.0))
             info = infos.get(seat, info)
-        return total, info
+        return total, info, observations
 
 
 # --- GEM's generic exploits -------------------------------------------------------------------
@@ -310,6 +334,13 @@ def _slot(action: str) -> _Slot | None:
     for _, answer, answer_end, _ in _spans(action):
         return _Slot(action[:answer], action[answer:answer_end], action[answer_end:])
     return None
+
+
+def with_answer(action: str, answer: str) -> str | None:
+    """``action`` with ``answer`` in its first answer slot (``\\boxed{}``, ``<answer>``), or None
+    when it has none."""
+    slot = _slot(action)
+    return slot.wrap(answer) if slot is not None else None
 
 
 def _answers_in(text: str, limit: int = 8) -> list[str]:

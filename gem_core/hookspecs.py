@@ -50,3 +50,11 @@ def gem_register_exploits(register):
     ``register(name, "module:function", description=...)``; ``function(context)`` returns the
     :class:`~gem_core.hacks.Attack` s to play against the environment in ``context`` (none when
     it does not apply)."""
+
+
+@hookspec
+def gem_register_keys(register):
+    """Declare the files that hold a pack's answers and tests (answer keys, reference solutions,
+    hidden tests): ``register(name, "package:relative/path" or [paths], description=...)``; paths
+    may be folders and globs. Nothing is imported or read while registering (see
+    :mod:`gem_core.keys`)."""

@@ -16,7 +16,9 @@ What an entry's target is, per registry:
 * estimator: ``estimator(rewards, *, gamma, group_ids=None) -> list[numpy.ndarray]``;
 * command: a click command, offered by the ``gem`` command as ``gem <name>``;
 * exploit: ``exploit(context) -> [Attack, ...]``, attacks the reward-hacking probe plays
-  (:mod:`gem_core.hacks`), none for an environment it does not apply to.
+  (:mod:`gem_core.hacks`), none for an environment it does not apply to;
+* key (:data:`KEYS`): a :class:`~gem_core.keys.Key`, the files of a pack that hold its answers
+  and tests, as paths (never imported: see :mod:`gem_core.keys`).
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from typing import Any, Generic, TypeVar
 from gem_core.core import BaseEnv, Env
 from gem_core.multiagent import MultiAgentEnv
 from gem_core.envspec import EnvSpec, load_object
+from gem_core.keys import Key, build_key
 from gem_core.errors import (
     NO_DEFAULT,
     DuplicateRegistrationError,
@@ -46,11 +49,13 @@ from gem_core.errors import (
 _ID_PATTERN = re.compile(r"^[A-Za-z0-9_.\-]+(:[^\s:]+)?$")  # the category is optional (gem-llm's "sokoban")
 _FAMILY_PATTERN = re.compile(r"^([A-Za-z0-9_.\-]+):\{([A-Za-z_][A-Za-z0-9_]*)\}$")  # "remote:{url}"
 
-_discover: Callable[[], None] | None = None
+_discover: Callable[..., None] | None = None
 
 
-def set_discovery(discover: Callable[[], None]) -> None:
-    """Make ``discover`` (idempotent, cheap once done) run before every registry look-up.
+def set_discovery(discover: Callable[..., None]) -> None:
+    """Make ``discover`` (idempotent, cheap once done) run before every registry look-up:
+    ``discover()`` finds everything, ``discover(kind, name)`` at least what is likely to register
+    ``name`` in the registry of that kind (the look-up asks for everything if it is not there).
 
     :mod:`gem_core.plugins` installs its loader here when imported, so that the registries never
     import the plugin loader."""
@@ -58,10 +63,11 @@ def set_discovery(discover: Callable[[], None]) -> None:
     _discover = discover
 
 
-def ensure_discovered() -> None:
-    """Run the installed discovery (the plugins load on the first call)."""
+def ensure_discovered(kind: str | None = None, name: str | None = None) -> None:
+    """Run the installed discovery (the plugins load on the first call): of everything, or of what
+    is likely to register ``name`` in the registry of ``kind``."""
     if _discover is not None:
-        _discover()
+        _discover(kind, name)
 
 
 @dataclass(frozen=True)
@@ -83,7 +89,7 @@ class Component:
         return f"{getattr(t, '__module__', '?')}:{getattr(t, '__qualname__', repr(t))}"
 
 
-Entry = TypeVar("Entry", EnvSpec, Component)
+Entry = TypeVar("Entry", EnvSpec, Component, Key)
 
 
 class Registry(Generic[Entry]):
@@ -120,9 +126,13 @@ class Registry(Generic[Entry]):
             self._loaded.pop(name, None)
 
     def find(self, name: str) -> Entry | None:
-        """The entry for ``name``, or None."""
-        ensure_discovered()
-        return self._entries.get(name)
+        """The entry for ``name``, or None (found without loading every plugin where it can be)."""
+        ensure_discovered(self.kind, name)
+        entry = self._entries.get(name)
+        if entry is None:
+            ensure_discovered()
+            entry = self._entries.get(name)
+        return entry
 
     def component(self, name: str) -> Entry:
         """The entry for ``name``; unknown names raise an error naming the closest."""
@@ -213,6 +223,7 @@ TOOLS: Registry[Component] = Registry("tool", _component_builder("tool"))
 ESTIMATORS: Registry[Component] = Registry("estimator", _component_builder("estimator"))
 COMMANDS: Registry[Component] = Registry("command", _component_builder("command"))
 EXPLOITS: Registry[Component] = Registry("exploit", _component_builder("exploit"))
+KEYS: Registry[Key] = Registry("key", build_key)
 
 #: Each registry under the plural its plugin hook is named for (``gem_register_<kind>``).
 REGISTRIES: dict[str, Registry[Any]] = {
@@ -222,6 +233,7 @@ REGISTRIES: dict[str, Registry[Any]] = {
     "estimators": ESTIMATORS,
     "commands": COMMANDS,
     "exploits": EXPLOITS,
+    "keys": KEYS,
 }
 
 _accepted: dict[Callable[..., Env], dict[str, object] | None] = {}
@@ -282,6 +294,12 @@ def list_envs(pattern: str | None = None) -> list[EnvSpec]:
         return [s for s in specs if fnmatch.fnmatchcase(s.id.lower(), pattern.lower())]
     needle = pattern.lower()
     return [s for s in specs if needle in s.id.lower()]
+
+
+def declared_keys(source: str | None = None) -> list[Key]:
+    """The declared answer keys (see :mod:`gem_core.keys`); those registered by ``source`` (e.g.
+    ``"plugin 'qa'"``, an environment spec's ``source``) if given."""
+    return [key for key in KEYS.components() if source is None or key.source == source]
 
 
 def make(id: str | None = None, **kwargs: Any) -> Env:

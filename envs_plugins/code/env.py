@@ -7,6 +7,7 @@ action; its tests run in one sandboxed process (see :mod:`gem_envs.code.runner`)
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from typing import Any
 
 from gem_core.errors import GemError, MissingDependencyError
@@ -39,7 +40,11 @@ class CodeEnv(DatasetEnv):
     run, those with the longest inputs. Each test may take ``per_test_timeout`` seconds and all
     of them together ``total_timeout``; memory is capped at ``memory_mb``. ``sandbox`` is
     ``"warm"`` (a sandbox kept between submissions) or ``"fresh"`` (one per submission); with
-    ``allow_unsandboxed=True`` the tests run without isolation where no sandbox can be made.
+    ``allow_unsandboxed=True`` the tests run without isolation where no sandbox can be made. The
+    sandbox shows the standard library and ``packages``, the installed distributions a program
+    may import (None: those of numpy, scipy, sympy, pandas, networkx and sortedcontainers that are
+    installed), and nothing else installed: no dataset, no pack's data, no answer key. A package
+    asked for that is not installed raises :class:`~gem_core.sandbox.SandboxConfigError` here.
 
     The data options (``dataset_name``, ``split``, ``path``, ``dataset``) are those of
     :func:`gem_envs.data.load_rows`. Episodes visit the problems as
@@ -55,12 +60,13 @@ class CodeEnv(DatasetEnv):
                  question_key: str = "problem", test_key: str = "tests", shuffle: bool = True,
                  max_tests: int | None = 12, per_test_timeout: float = 5.0, total_timeout: float = 30.0,
                  memory_mb: int = 1024, prompt_template: str = "{problem}", sandbox: str = "warm",
-                 allow_unsandboxed: bool = False, env_id: str | None = None):
+                 allow_unsandboxed: bool = False, packages: Sequence[str] | None = None, env_id: str | None = None):
         env_id = env_id or "a code environment"
         self.limits = Limits(per_test_timeout, total_timeout, memory_mb)
         if sandbox not in SANDBOX_MODES:
             raise GemError(f"sandbox must be one of {', '.join(map(repr, SANDBOX_MODES))}, not {sandbox!r}.")
         self.sandbox, self.allow_unsandboxed = sandbox, allow_unsandboxed
+        self.packages = _checked_packages(packages)
         if max_tests is not None and max_tests < 1:
             raise GemError(f"max_tests must be at least 1 (or None for all), not {max_tests}.")
         if "{problem}" not in prompt_template:
@@ -106,14 +112,14 @@ class CodeEnv(DatasetEnv):
         if program is None:
             return self._format_error(problem)
         return self._finish(problem, run_tests(problem, program, self.limits, sandbox=self.sandbox,
-                                               allow_unsandboxed=self.allow_unsandboxed))
+                                               allow_unsandboxed=self.allow_unsandboxed, packages=self.packages))
 
     async def astep(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
         problem, program = self._begin(action)
         if program is None:
             return self._format_error(problem)
         report = await arun_tests(problem, program, self.limits, sandbox=self.sandbox,
-                                  allow_unsandboxed=self.allow_unsandboxed)
+                                  allow_unsandboxed=self.allow_unsandboxed, packages=self.packages)
         return self._finish(problem, report)
 
     def _begin(self, action: str) -> tuple[CodeProblem, str | None]:
@@ -171,13 +177,14 @@ class HumanEvalEnv(CodeEnv):
         prompt_template: str = HUMANEVAL_PROMPT,
         sandbox: str = "warm",
         allow_unsandboxed: bool = False,
+        packages: Sequence[str] | None = None,
         shuffle: bool = False,
         env_id: str | None = None,
     ):
         super().__init__(dataset=(), question_key="prompt", test_key="test", max_tests=None, shuffle=shuffle,
                          per_test_timeout=per_test_timeout, total_timeout=total_timeout,
                          memory_mb=memory_mb, prompt_template=prompt_template, sandbox=sandbox,
-                         allow_unsandboxed=allow_unsandboxed, env_id=env_id or "eval:HumanEval")
+                         allow_unsandboxed=allow_unsandboxed, packages=packages, env_id=env_id or "eval:HumanEval")
 
     def _load(self, env_id: str, **source: Any) -> Any:
         try:
@@ -193,3 +200,15 @@ class HumanEvalEnv(CodeEnv):
 
 def _task_number(task_id: str) -> int:
     return int(task_id.rsplit("/", 1)[-1])
+
+
+def _checked_packages(packages: Sequence[str] | None) -> tuple[str, ...] | None:
+    """``packages`` as the sandbox takes them, every one of them installed (else a clear error now,
+    not at the first submission)."""
+    import sys
+
+    from gem_core.sandbox.bubblewrap import interpreter
+    from gem_core.sandbox.view import check_packages, package_view
+
+    package_view(interpreter(sys.executable), packages)
+    return None if packages is None else check_packages(packages)

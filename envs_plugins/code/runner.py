@@ -180,8 +180,10 @@ def sandbox_limits(problem: CodeProblem, limits: Limits) -> dict[str, Any]:
 
 
 def run_tests(problem: CodeProblem, program: str, limits: Limits = Limits(), *, sandbox: str = "warm",
-              allow_unsandboxed: bool = False) -> RunReport:
-    """Run ``program`` against every test of ``problem`` in one sandboxed process.
+              allow_unsandboxed: bool = False, packages: tuple[str, ...] | None = None) -> RunReport:
+    """Run ``program`` against every test of ``problem`` in one sandboxed process, which shows the
+    standard library and ``packages`` (None: the defaults of :mod:`gem_core.sandbox.view`), and
+    nothing else installed: no pack's data, no grader's answer key.
 
     ``sandbox="warm"`` sends the job to a harness kept running in its sandbox (see
     :mod:`gem_envs.code.pool`); ``"fresh"`` starts a new sandbox for it with
@@ -199,12 +201,13 @@ def run_tests(problem: CodeProblem, program: str, limits: Limits = Limits(), *, 
 
         warm = {**job, "kill_strays": True}
         try:
-            records = shared_pool(harness_source()).run(encode_job(warm), limits.total_timeout + STARTUP_ALLOWANCE)
+            records = shared_pool(harness_source(), packages=packages).run(
+                encode_job(warm), limits.total_timeout + STARTUP_ALLOWANCE)
             return judge_records(problem.tests, records, sandboxed=True)
         except SandboxBroken as broken:
             return judge_records(problem.tests, broken.records, sandboxed=True, timed_out=broken.timed_out)
     result = run_python(harness_source(), stdin=encode_job(job), allow_unsandboxed=allow_unsandboxed,
-                        sandbox="fresh", **sandbox_limits(problem, limits))
+                        sandbox="fresh", packages=packages, **sandbox_limits(problem, limits))
     return judge(problem.tests, result)
 
 
@@ -217,13 +220,13 @@ def sandbox_works() -> bool:
 
 
 async def arun_tests(problem: CodeProblem, program: str, limits: Limits = Limits(), *, sandbox: str = "warm",
-                     allow_unsandboxed: bool = False) -> RunReport:
+                     allow_unsandboxed: bool = False, packages: tuple[str, ...] | None = None) -> RunReport:
     """:func:`run_tests` for async callers: the tests run in a worker thread, so the event loop
     stays free and many submissions run at once."""
     from gem_core.sandbox.threads import tool_threads
 
     call = functools.partial(run_tests, problem, program, limits, sandbox=sandbox,
-                             allow_unsandboxed=allow_unsandboxed)
+                             allow_unsandboxed=allow_unsandboxed, packages=packages)
     return await asyncio.get_running_loop().run_in_executor(tool_threads(), call)
 
 

@@ -90,3 +90,9 @@ def gem_register_envs(register):
         ("-hard", "5 dictionary words, 20 turns.", dict(num_words=5, max_turns=20, hardcore=True)),
         ("-random", "5 words, 20 turns, word set drawn per episode.", dict(num_words=None, max_turns=None, hardcore=None)),
     ])
+
+
+@hookimpl
+def gem_register_keys(register):
+    register("crossword-clues", "gem_envs.game:data/crossword_clues.jsonl",
+             description="Crosswords' clues with their words.")

@@ -218,14 +218,3 @@ class CustomerServiceEnv(MultiAgentEnv):
             return "Could you give me your email address?"
         email = self.action_rng.choice(list(self.store.data["users"].values()))["email"]
         return f'<tool_call>{{"name": "find_user_id_by_email", "arguments": {{"email": "{email}"}}}}</tool_call>'
-
-
-def register_customer_service(register: Callable[..., Any]) -> None:
-    """Register the task's ids with ``register`` (the pack's registration callable)."""
-    entry_point = "gem_envs.multiagent.customer_service:CustomerServiceEnv"
-    register("multiagent:RetailService-v0", entry_point,
-             description="Customer service with store tools under a policy; a scripted user, or a model "
-                         "(user={model: NAME, base_url: URL}). Multi-agent.")
-    register("multiagent:RetailService-v0-assistant", entry_point, wrappers=[("versus", {"seat": "assistant"})],
-             description="Customer service with store tools under a policy: you are the assistant; a scripted "
-                         "user, or a model (user={model: NAME, base_url: URL}).")

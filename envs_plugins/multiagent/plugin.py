@@ -27,6 +27,16 @@ def gem_register_envs(register):
                  description=f"{summary} One policy plays every seat.")
         register(f"multiagent:{name}-v0-vs-bot", entry_point, wrappers=["versus"],
                  description=f"{summary} Against the scripted bot, from a random seat.")
-    from gem_envs.multiagent.customer_service import register_customer_service
+    service = f"{_PACK}.customer_service:CustomerServiceEnv"
+    register("multiagent:RetailService-v0", service,
+             description="Customer service with store tools under a policy; a scripted user, or a model "
+                         "(user={model: NAME, base_url: URL}). Multi-agent.")
+    register("multiagent:RetailService-v0-assistant", service, wrappers=[("versus", {"seat": "assistant"})],
+             description="Customer service with store tools under a policy: you are the assistant; a scripted "
+                         "user, or a model (user={model: NAME, base_url: URL}).")
 
-    register_customer_service(register)
+
+@hookimpl
+def gem_register_keys(register):
+    register("retail-tasks", "gem_envs.multiagent:customer_service_tasks.json",
+             description="The customer-service tasks with the actions and outputs that solve them.")

@@ -1,7 +1,7 @@
 """Registers the ``qa`` pack: the reference's QA datasets, RuleTaker, and the offline Almanac,
 each QA set also with a search tool (``+Search``)."""
 
-from pathlib import Path
+import os
 
 from gem_core import hookimpl
 
@@ -23,7 +23,7 @@ DATASETS = {
     "eval:Musique": ("axon-rl/search-eval", "musique", "question", "answer"),
 }
 RULETAKER_DEPTHS = (0, 1, 2, 3, 5)
-ALMANAC_CORPUS = str(Path(__file__).resolve().parent / "almanac" / "corpus.jsonl")
+ALMANAC_CORPUS = os.path.join(os.path.dirname(os.path.realpath(__file__)), "almanac", "corpus.jsonl")
 SEARCH_USES = 5  # searches per episode, as in the reference's search presets
 
 
@@ -56,3 +56,8 @@ def gem_register_envs(register):
     register("qa:Almanac-v0+Search", _ALMANAC, env_id="qa:Almanac-v0+Search",
              wrappers=search(corpus=ALMANAC_CORPUS, topk=3), requires={"bm25s": "tools"},
              description="Search the Almanac's shipped corpus (BM25), then answer (offline).")
+
+
+@hookimpl
+def gem_register_keys(register):
+    register("almanac", "gem_envs.qa:almanac/questions.jsonl", description="The Almanac's questions with their answers.")

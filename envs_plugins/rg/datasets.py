@@ -20,15 +20,7 @@ from typing import Any
 
 from gem_core.errors import GemError, MissingDependencyError, UnknownNameError
 from gem_envs.rg import generation
-
-#: The dataset that mixes others with weights.
-MIX = "composite"
-
-
-@functools.cache
-def dataset_categories() -> dict[str, str]:
-    """Dataset name to category (``arithmetic``, ``games``, ...), from the shipped list."""
-    return json.loads(resources.files(__package__).joinpath("datasets.json").read_text())
+from gem_envs.rg.catalog import MIX, dataset_categories  # noqa: F401 - part of this module's API
 
 
 def installed_categories() -> dict[str, str]:

@@ -3,7 +3,7 @@
 
 from gem_core import hookimpl
 
-from gem_envs.rg.datasets import MIX, dataset_categories
+from gem_envs.rg.catalog import MIX, dataset_categories
 
 _ENV = "gem_envs.rg.env:ReasoningGymEnv"
 

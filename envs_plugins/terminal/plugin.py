@@ -1,8 +1,8 @@
 """Registers the ``terminal`` pack: tasks solved in a sandboxed shell, graded by hidden tests."""
 
-from gem_core import hookimpl
+import os
 
-from gem_envs.terminal.tasks import BUILTIN_DIR
+from gem_core import hookimpl
 
 _TERMINAL = "gem_envs.terminal.env:TerminalEnv"
 _FOLDER = "gem_envs.terminal.env:TaskFolderEnv"
@@ -18,9 +18,11 @@ def gem_register_envs(register):
                  description=f"The shipped {level} terminal tasks, one per episode.")
     register("terminal:Tasks-v0", _FOLDER, requires=NEEDS,
              description="Your own terminal-bench or Harbor task folders: make(..., path=DIR).")
-    for folder in sorted(p for p in BUILTIN_DIR.iterdir() if (p / "task.yaml").is_file()):
-        register(f"terminal:{folder.name}-v0", _TERMINAL, task=folder.name, requires=NEEDS,
-                 description=f"The shipped terminal task {folder.name!r}.")
+    tasks = os.path.join(os.path.dirname(__file__), "tasks")  # gem_envs.terminal.tasks.BUILTIN_DIR
+    for name in sorted(os.listdir(tasks)):
+        if os.path.isfile(os.path.join(tasks, name, "task.yaml")):
+            register(f"terminal:{name}-v0", _TERMINAL, task=name, requires=NEEDS,
+                     description=f"The shipped terminal task {name!r}.")
 
 
 @hookimpl
@@ -28,3 +30,9 @@ def gem_register_exploits(register):
     register("terminal", "gem_envs.terminal.exploits:terminal_exploits",
              description="Reward files, leftovers in the working directory, HOME and /tmp (modules, pytest "
                          "configuration, shadowed tools, shell start-up files), planted and locked test files.")
+
+
+@hookimpl
+def gem_register_keys(register):
+    register("terminal-tasks", [f"gem_envs.terminal:tasks/*/{name}" for name in ("solution.sh", "tests", "run-tests.sh")],
+             description="The shipped tasks' solutions, tests and test scripts.")

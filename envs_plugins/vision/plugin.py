@@ -4,8 +4,6 @@ played from a picture of their board (multi-turn, with the ``board_image`` wrapp
 
 from gem_core import hookimpl
 
-from gem_envs.vision.geometry3k import DATASET
-
 _GRIDS = "gem_envs.vision.grids:ReasoningGymGridEnv"
 
 #: id -> (reasoning-gym task, what the image shows)
@@ -45,6 +43,12 @@ def gem_register_envs(register):
     for name, module, cls, options in BOARD_GAMES:
         register(f"vision:{name}", f"gem_envs.game.{module}:{cls}", wrappers=["board_image"],
                  description=f"game:{name} with its board shown as an image each turn.", **options)
-    register("math:Geometry3K", "gem_envs.vision.geometry3k:VisualMathEnv", dataset_name=DATASET, split="train",
+    register("math:Geometry3K", "gem_envs.vision.geometry3k:VisualMathEnv", split="train",  # its dataset by default
              env_id="math:Geometry3K", offline=False,
-             description=f"Geometry problems with diagrams ({DATASET}), graded by math-verify.")
+             description="Geometry problems with diagrams (hiyouga/geometry3k), graded by math-verify.")
+
+
+@hookimpl
+def gem_register_keys(register):
+    register("digit-labels", "sklearn:datasets/data/digits.csv.gz",
+             description="scikit-learn's handwritten digits with their labels (DigitArithmetic's answers).")

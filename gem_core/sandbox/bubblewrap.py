@@ -10,6 +10,11 @@ appear under ``/run/gem-host`` instead, so the sandbox's ``/tmp`` stays private 
 bwrap's own init is pid 1: when the program exits (or bwrap is killed) every process it left
 behind is killed with the pid namespace.
 
+With a :class:`~gem_core.sandbox.view.PackageView` (the Python tool, the code environments'
+candidates) the sandbox shows less of the interpreter: its executable and libraries, and of its
+installed packages only those the view names; every folder of installed packages, the system's
+included, is shown empty but for them (see :mod:`gem_core.sandbox.view`).
+
 With ``host_root=True`` (for programs that import from wherever their caller does: the scoring
 workers of :mod:`gem_core.sandbox.worker_pool`) the sandbox shows the host's whole file system
 instead, read-only and at the host's own paths, with the same masks, namespaces and user, and its
@@ -37,17 +42,22 @@ import sys
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from gem_core.errors import GemError
+
+if TYPE_CHECKING:
+    from gem_core.sandbox.view import PackageView
 
 #: Environment variable naming the bubblewrap executable (default: ``bwrap`` on ``PATH``).
 BWRAP_ENV_VAR = "GEM_BWRAP"
 WORKDIR = "/tmp"
 HOST_TMP_VIEW = "/run/gem-host"  # where the sandbox shows interpreter folders from the host's /tmp
+VIEW_ROOT = "/run/gem-packages"  # where a view shows editable installs' packages (gem_core.sandbox.view)
 SANDBOX_UID = 65534  # nobody
 MIN_BWRAP_VERSION = (0, 8)
 _HOST_UIDS = (1_900_000_000, 2_000_000_000)  # above the ranges container managers hand out
-_SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc")
+SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc")
 _OWN_DIRS = ("/proc", "/dev", "/sys", "/run", WORKDIR)  # never the host's, even with host_root
 _MASKED_FILES = ("/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-", "/etc/sudoers")
 _MASKED_DIRS = ("/etc/ssh", "/etc/sudoers.d", "/etc/ssl/private")
@@ -76,7 +86,7 @@ class Interpreter:
 
     def inside(self, path: str) -> str:
         """The host's ``path`` as the sandbox sees it (see the module documentation)."""
-        return HOST_TMP_VIEW + path if _is_under(path, (WORKDIR,)) else path
+        return HOST_TMP_VIEW + path if is_under(path, (WORKDIR,)) else path
 
     @property
     def sandbox_sys_path(self) -> tuple[str, ...]:
@@ -108,7 +118,7 @@ def interpreter(python: str) -> Interpreter:
     wanted |= {os.path.realpath(p) for p in wanted}
     mounts: list[str] = []
     for path in sorted(p for p in wanted if os.path.exists(p)):  # a parent sorts before its children
-        if not _is_under(path, _SYSTEM_DIRS) and not _is_under(path, mounts):
+        if not is_under(path, SYSTEM_DIRS) and not is_under(path, mounts):
             mounts.append(path)
     return Interpreter(executable=python, sys_path=sys_path, mounts=tuple(mounts))
 
@@ -162,10 +172,12 @@ def sandbox_argv(python: Interpreter, program_args: list[str], *, tmp_bytes: int
                  writable_dirs: tuple[str, ...] = (),
                  hidden_dirs: tuple[str, ...] = (),
                  readonly_binds: tuple[tuple[str, str], ...] = (),
-                 host_root: bool = False) -> Iterator[tuple[list[str], list[int]]]:
+                 host_root: bool = False, view: PackageView | None = None) -> Iterator[tuple[list[str], list[int]]]:
     """The bwrap command running ``python program_args`` with ``files`` (name -> readable fd)
     placed in the working directory, and the fds it needs passed; valid inside the block.
-    ``host_root`` shows the host's file system (see the module documentation).
+    ``host_root`` shows the host's file system (see the module documentation); ``view`` shows
+    only the files of the interpreter it names (see :mod:`gem_core.sandbox.view`) instead of
+    the interpreter's folders whole.
 
     ``writable_dirs`` are absolute paths that get private tmpfs mounts of ``tmp_bytes`` each,
     writable by the program, like ``/tmp``. ``hidden_dirs`` are host folders the sandbox would
@@ -188,7 +200,8 @@ def sandbox_argv(python: Interpreter, program_args: list[str], *, tmp_bytes: int
                      "--unshare-uts", "--unshare-cgroup-try",
                      "--cap-drop", "ALL", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
             fds = [userns.fd]
-        argv += ["--hostname", "sandbox", "--die-with-parent", "--new-session", *_mounts(python, tmp_bytes, host_root)]
+        argv += ["--hostname", "sandbox", "--die-with-parent", "--new-session",
+                 *_mounts(python, tmp_bytes, host_root, view)]
         for path in writable_dirs:
             argv += ["--perms", "1777", "--size", str(tmp_bytes), "--tmpfs", path]
         for path in hidden_dirs:
@@ -210,12 +223,12 @@ def sandbox_argv(python: Interpreter, program_args: list[str], *, tmp_bytes: int
 def visible(python: Interpreter, path: str, *, host_root: bool = False) -> bool:
     """Whether a sandbox around ``python`` shows the host's ``path`` (read-only)."""
     path = os.path.realpath(path)
-    return _is_under(path, _shown_dirs(host_root)) or _is_under(path, python.mounts)
+    return is_under(path, _shown_dirs(host_root)) or is_under(path, python.mounts)
 
 
 def _shown_dirs(host_root: bool) -> list[str]:
     """The host folders a sandbox shows whole, beside the interpreter's."""
-    shown = _host_entries() if host_root else _SYSTEM_DIRS
+    shown = _host_entries() if host_root else SYSTEM_DIRS
     return [p for p in shown if os.path.isdir(p) and not os.path.islink(p)]
 
 
@@ -239,10 +252,11 @@ def _enterable(folder: str) -> bool:
 
 
 @functools.lru_cache(maxsize=64)
-def _mounts(python: Interpreter, tmp_bytes: int, host_root: bool = False) -> tuple[str, ...]:
+def _mounts(python: Interpreter, tmp_bytes: int, host_root: bool = False,
+            view: PackageView | None = None) -> tuple[str, ...]:
     """The file system's bwrap arguments (before the program's files and the final remount)."""
     args: list[str] = []
-    for path in _host_entries() if host_root else _SYSTEM_DIRS:
+    for path in _host_entries() if host_root else SYSTEM_DIRS:
         if os.path.islink(path):
             args += ["--symlink", os.readlink(path), path]
         elif os.path.exists(path):  # a system folder, or with host_root any entry shown
@@ -259,10 +273,12 @@ def _mounts(python: Interpreter, tmp_bytes: int, host_root: bool = False) -> tup
         "--perms", "1777", "--size", size, "--tmpfs", "/dev/shm", "--remount-ro", "/dev",
         "--perms", "1777", "--size", size, "--tmpfs", WORKDIR,
     ]
+    if view is not None:
+        return tuple(args + _view_mounts(python, view))
     made: set[str] = set()
     shown = _shown_dirs(host_root)
     for path in python.mounts:
-        if _is_under(path, shown):
+        if is_under(path, shown):
             continue
         target = path if host_root else python.inside(path)
         # Parents that bwrap made itself would copy the host's modes (/root is 0700): make them
@@ -273,6 +289,63 @@ def _mounts(python: Interpreter, tmp_bytes: int, host_root: bool = False) -> tup
                 args += ["--dir", parent]
         args += ["--ro-bind", path, target]
     return tuple(args)
+
+
+def _view_mounts(python: Interpreter, view: PackageView) -> list[str]:
+    """The interpreter's files that ``view`` shows, and its site folders shown empty but for the
+    distributions it shows (see :mod:`gem_core.sandbox.view`)."""
+    args: list[str] = []
+    made: set[str] = set()
+    shown: list[str] = [p for p in SYSTEM_DIRS if os.path.isdir(p) and not os.path.islink(p)]
+
+    emptied: list[str] = []
+
+    def place(path: str) -> str:
+        """The path in the sandbox, its parents made first where nothing shown holds them (outside
+        what is shown, or in an emptied folder). Parents that bwrap made itself would copy the
+        host's modes (/root is 0700): they are made 0755."""
+        target = python.inside(path)
+        inside = next((python.inside(d) for d in emptied if is_under(path, (d,))), None)
+        if inside is not None or not is_under(path, shown):
+            for parent in _parents(target):
+                if parent not in made and (inside is None or parent.startswith(inside + "/")):
+                    made.add(parent)
+                    args.extend(("--dir", parent))
+        return target
+
+    def bind(path: str) -> None:
+        if not is_under(path, shown) and os.path.lexists(path):
+            args.extend(("--ro-bind", path, place(path)))
+            shown.append(path)
+
+    for path in view.libraries:
+        bind(path)
+    for path, target in view.executable:
+        if target is None:
+            bind(path)
+        elif not is_under(path, shown):
+            args.extend(("--symlink", python.inside(target) if os.path.isabs(target) else target, place(path)))
+    for path in view.files:
+        bind(path)
+    emptied += [path for path in view.site_dirs if is_under(path, shown)]
+    for path in emptied:
+        args.extend(("--tmpfs", python.inside(path)))
+    for path in view.shown:
+        if is_under(path, emptied) or not is_under(path, shown):
+            args.extend(("--ro-bind", path, place(path)))
+    for path in emptied:
+        args.extend(("--remount-ro", python.inside(path)))
+    for parent in _parents(VIEW_ROOT + "/-") if view.aliases else ():  # /run, then VIEW_ROOT
+        if parent not in made:
+            made.add(parent)
+            args.extend(("--dir", parent))
+    for path, name in view.aliases:
+        args.extend(("--ro-bind", path, f"{VIEW_ROOT}/{name}"))
+    for path in view.masked:
+        if is_under(path, emptied) and not is_under(path, view.shown):
+            continue  # not shown anyway (and there is no folder to mount on)
+        args.extend(("--tmpfs", python.inside(path), "--remount-ro", python.inside(path)))
+    return args
 
 
 @functools.lru_cache(maxsize=None)
@@ -289,7 +362,8 @@ def _parents(path: str) -> list[str]:
     return ["/" + "/".join(parts[: i + 1]) for i in range(len(parts))]
 
 
-def _is_under(path: str, roots) -> bool:
+def is_under(path: str, roots) -> bool:
+    """Whether ``path`` is one of ``roots`` or lies below one."""
     return any(path == root or path.startswith(root.rstrip("/") + "/") for root in roots)
 
 

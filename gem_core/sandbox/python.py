@@ -8,10 +8,13 @@ files), and kills the sandbox with everything in it at the wall-clock timeout. s
 read as they come and kept up to ``max_output`` bytes each (head and tail), so a program printing
 gigabytes costs nothing.
 
-The interpreter starts with ``-I -S``: no site hooks (``.pth`` files) run, and the interpreter's
-``sys.path`` (site-packages included) is installed directly, so installed packages import as
-usual. Without a working bubblewrap, :func:`run_python` refuses unless the caller passes
-``allow_unsandboxed=True``; such results carry ``sandboxed=False``.
+The sandbox shows the standard library and the packages the program is meant to use
+(``packages``, by default :data:`~gem_core.sandbox.view.DEFAULT_PACKAGES`), never the rest of what
+is installed (see :mod:`gem_core.sandbox.view`). The interpreter starts with ``-I -S``: no site
+hooks (``.pth`` files) run, and the view's ``sys.path`` is installed directly, so the packages
+shown import as usual. Without a working bubblewrap, :func:`run_python` refuses unless the
+caller passes ``allow_unsandboxed=True``; such results carry ``sandboxed=False`` (and the
+program sees everything).
 """
 
 from __future__ import annotations
@@ -28,13 +31,14 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
 from gem_core.sandbox import bubblewrap
 from gem_core.sandbox.bubblewrap import SandboxConfigError, SandboxError, SandboxUnavailableError  # noqa: F401
 from gem_core.sandbox.threads import tool_threads
+from gem_core.sandbox.view import PackageView, package_view
 
 __all__ = [  # the sandbox errors are importable from here too, and listed in gem_core.sandbox
     "Limits",
@@ -134,6 +138,7 @@ def run_python(
     max_output: int = 16384,
     files: Mapping[str, str | bytes] | None = None,
     python: str | None = None,
+    packages: Sequence[str] | None = None,
     allow_unsandboxed: bool = False,
     sandbox: str = "warm",
 ) -> PythonResult:
@@ -150,8 +155,11 @@ def run_python(
         tmp_mb: size of the private ``/tmp`` (and, separately, of ``/dev/shm``).
         max_output: bytes kept of stdout and of stderr each; beyond it the middle is dropped.
         files: extra files to place in ``/tmp`` before the program starts, by relative path.
-        python: the interpreter to run (default: the current one); its installed packages are
-            importable in the sandbox.
+        python: the interpreter to run (default: the current one).
+        packages: the installed distributions the program may import, beside the standard
+            library (their dependencies are shown too); None shows those of
+            :data:`~gem_core.sandbox.view.DEFAULT_PACKAGES` that are installed (numpy, scipy,
+            sympy, pandas, networkx, sortedcontainers). Nothing else installed is visible.
         allow_unsandboxed: where no sandbox can be made, run the program directly (with the
             same time, memory, CPU and file-size limits, but no isolation and no process limit)
             instead of raising :class:`SandboxUnavailableError`; the result says
@@ -163,7 +171,8 @@ def run_python(
 
     Raises:
         SandboxUnavailableError: no sandbox can be made here and ``allow_unsandboxed`` is False.
-        SandboxConfigError: an invalid argument.
+        SandboxConfigError: an invalid argument, or a package in ``packages`` that is not
+            installed.
     """
     if not isinstance(code, str):
         raise SandboxConfigError(f"code must be a str, got {type(code).__name__}.")
@@ -173,13 +182,14 @@ def run_python(
     contents = {SCRIPT_NAME: _to_bytes(code), **_checked_files(files)}
     stdin_data = _to_bytes(stdin) if stdin is not None else None
     interpreter = bubblewrap.interpreter(python or sys.executable)
+    view = package_view(interpreter, packages)
     problem = bubblewrap.problem(interpreter)
     if problem is not None and not allow_unsandboxed:
         raise SandboxUnavailableError(problem)
     if problem is None and sandbox == "warm":
-        return _run_warm(interpreter, limits, contents, stdin_data)
+        return _run_warm(view, limits, contents, stdin_data)
     if problem is None:
-        return _run_sandboxed(interpreter, limits, contents, stdin_data)
+        return _run_sandboxed(view, limits, contents, stdin_data)
     return _run_unsandboxed(interpreter, limits, contents, stdin_data)
 
 
@@ -198,14 +208,14 @@ def sandbox_problem(python: str | None = None) -> str | None:
 # --- running ------------------------------------------------------------------------------
 
 
-def _run_sandboxed(interpreter: bubblewrap.Interpreter, limits: Limits, contents: dict[str, bytes],
+def _run_sandboxed(view: PackageView, limits: Limits, contents: dict[str, bytes],
                    stdin: bytes | None) -> PythonResult:
     script = f"{bubblewrap.WORKDIR}/{SCRIPT_NAME}"
-    program = _python_args(interpreter, limits, script, sandboxed=True)
+    program = _python_args(view.sandbox_sys_path, limits, script, sandboxed=True)
     fds = {name: _memfd(data) for name, data in contents.items()}
     try:
-        sandbox = bubblewrap.sandbox_argv(interpreter, program, tmp_bytes=limits.tmp_mb << 20, files=fds,
-                                          drops_privileges=True)
+        sandbox = bubblewrap.sandbox_argv(view.python, program, tmp_bytes=limits.tmp_mb << 20, files=fds,
+                                          drops_privileges=True, view=view)
         with sandbox as (argv, pass_fds):
             return _execute(argv, limits, stdin=stdin, pass_fds=pass_fds, cwd="/",
                             env=_program_env(bubblewrap.WORKDIR), sandboxed=True)
@@ -214,11 +224,11 @@ def _run_sandboxed(interpreter: bubblewrap.Interpreter, limits: Limits, contents
             os.close(fd)
 
 
-def _run_warm(interpreter: bubblewrap.Interpreter, limits: Limits, contents: dict[str, bytes],
+def _run_warm(view: PackageView, limits: Limits, contents: dict[str, bytes],
               stdin: bytes | None) -> PythonResult:
     from gem_core.sandbox import warm_python
 
-    pool = warm_python.shared_pool(interpreter, limits.tmp_mb << 20, functools.partial(_program_env, bubblewrap.WORKDIR))
+    pool = warm_python.shared_pool(view, limits.tmp_mb << 20, functools.partial(_program_env, bubblewrap.WORKDIR))
     sandbox = pool.borrow()
     try:
         job = {"files": contents, "limits": [*limits.rlimits(processes=True), ("RLIMIT_MSGQUEUE", 0, 0)]}
@@ -264,7 +274,7 @@ def _run_unsandboxed(interpreter: bubblewrap.Interpreter, limits: Limits, conten
             os.makedirs(os.path.dirname(path), exist_ok=True)
             with open(path, "wb") as f:
                 f.write(data)
-        program = _python_args(interpreter, limits, os.path.join(workdir, SCRIPT_NAME), sandboxed=False)
+        program = _python_args(interpreter.sys_path, limits, os.path.join(workdir, SCRIPT_NAME), sandboxed=False)
         return _execute([interpreter.executable, *program], limits, stdin=stdin, pass_fds=[], cwd=workdir,
                         env=_program_env(workdir), sandboxed=False)
     finally:
@@ -449,12 +459,11 @@ exec(compile(open(__file__, "rb").read(), __file__, "exec"))
 """
 
 
-def _python_args(interpreter: bubblewrap.Interpreter, limits: Limits, script: str, *, sandboxed: bool) -> list[str]:
+def _python_args(sys_path: Sequence[str], limits: Limits, script: str, *, sandboxed: bool) -> list[str]:
     # The process limit needs the sandbox's own uid: outside it, it would count the host user's processes.
     bootstrap = _BOOTSTRAP.format(drop_privileges=bubblewrap.DROP_PRIVILEGES if sandboxed else "",
                                   set_limits=SET_LIMITS.format(limits=limits.rlimits(processes=sandboxed)),
-                                  sys_path=list(interpreter.sandbox_sys_path if sandboxed else interpreter.sys_path),
-                                  script=script)
+                                  sys_path=list(sys_path), script=script)
     return ["-I", "-S", "-B", "-X", "utf8", "-c", bootstrap]
 
 

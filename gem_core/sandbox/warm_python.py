@@ -38,6 +38,7 @@ from collections.abc import Callable
 
 from gem_core.sandbox import bubblewrap
 from gem_core.sandbox.bubblewrap import SandboxUnavailableError
+from gem_core.sandbox.view import PackageView
 from gem_core.sandbox.warm_pool import WarmPool, launcher
 
 START_TIMEOUT = 60.0  # seconds for a sandbox to start
@@ -208,10 +209,10 @@ _KEPT_GLOBALS = ("__name__", "__doc__", "__package__", "__loader__", "__spec__",
 
 
 class WarmPython:
-    """One warm sandbox around ``interpreter``, with ``tmp_bytes`` of ``/tmp`` (and of
-    ``/dev/shm``), running one program at a time (see the module documentation)."""
+    """One warm sandbox showing ``view`` (an interpreter and its packages), with ``tmp_bytes`` of
+    ``/tmp`` (and of ``/dev/shm``), running one program at a time (see the module documentation)."""
 
-    def __init__(self, interpreter: bubblewrap.Interpreter, tmp_bytes: int, env: dict[str, str]):
+    def __init__(self, view: PackageView, tmp_bytes: int, env: dict[str, str]):
         self.jobs = 0
         self.exit_status: int | None = None
         self.reusable = False
@@ -219,15 +220,15 @@ class WarmPython:
         self._stack = contextlib.ExitStack()
         self.channel, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         script = f"{bubblewrap.WORKDIR}/main.py"
-        server = _SERVER.format(sys_path=list(interpreter.sandbox_sys_path), uid=bubblewrap.SANDBOX_UID,
+        server = _SERVER.format(sys_path=list(view.sandbox_sys_path), uid=bubblewrap.SANDBOX_UID,
                                 kept=_KEPT_GLOBALS, script=script)
         errors = os.memfd_create("gem-warm-python-errors")
         source = os.memfd_create("gem-warm-python-server")
         try:
             os.write(source, server.encode())
             argv, fds = self._stack.enter_context(bubblewrap.sandbox_argv(
-                interpreter, ["-I", "-S", "-B", "-X", "utf8", "-c", _LOADER, str(source), str(theirs.fileno())],
-                tmp_bytes=tmp_bytes, files={}, drops_privileges=True))
+                view.python, ["-I", "-S", "-B", "-X", "utf8", "-c", _LOADER, str(source), str(theirs.fileno())],
+                tmp_bytes=tmp_bytes, files={}, drops_privileges=True, view=view))
             self.process = launcher().submit(
                 subprocess.Popen, argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=errors,
                 pass_fds=[*fds, source, theirs.fileno()], cwd="/", env={**env, "LD_BIND_NOW": "1"},
@@ -310,18 +311,17 @@ class WarmPython:
             return False
 
 
-_pools: dict[tuple[str, int], WarmPool[WarmPython]] = {}
+_pools: dict[tuple[PackageView, int], WarmPool[WarmPython]] = {}
 _pools_lock = threading.Lock()
 
 
-def shared_pool(interpreter: bubblewrap.Interpreter, tmp_bytes: int,
-                env: Callable[[], dict[str, str]]) -> WarmPool[WarmPython]:
-    """The process-wide pool of sandboxes around ``interpreter`` with ``tmp_bytes`` of /tmp."""
-    key = (interpreter.executable, tmp_bytes)
+def shared_pool(view: PackageView, tmp_bytes: int, env: Callable[[], dict[str, str]]) -> WarmPool[WarmPython]:
+    """The process-wide pool of sandboxes showing ``view`` with ``tmp_bytes`` of /tmp."""
+    key = (view, tmp_bytes)
     with _pools_lock:
         pool = _pools.get(key)
         if pool is None or pool.closed:
-            pool = _pools[key] = WarmPool(lambda: WarmPython(interpreter, tmp_bytes, env()),
+            pool = _pools[key] = WarmPool(lambda: WarmPython(view, tmp_bytes, env()),
                                           jobs_per_sandbox=JOBS_PER_SANDBOX)
         return pool
 

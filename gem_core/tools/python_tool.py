@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 import signal
+import sys
 import textwrap
 from collections.abc import Mapping
 from typing import Any
@@ -12,6 +13,8 @@ from typing import Any
 from gem_core.tools.base import (Tool, ToolCall, ToolConfigError, ToolFunction, ToolOutput, find_block,
                                  string_argument, text_function)
 from gem_core.sandbox import PythonResult, SandboxUnavailableError, run_python, sandbox_problem
+from gem_core.sandbox.bubblewrap import interpreter
+from gem_core.sandbox.view import package_view
 
 _FENCE_OPENER = re.compile(r"```[ \t]*(?:python3?|py)(?![\w.+-])[ \t]*\n?", re.IGNORECASE)
 _SIGNAL_NOTES = {
@@ -20,7 +23,8 @@ _SIGNAL_NOTES = {
     signal.SIGSEGV: "segmentation fault",
     signal.SIGABRT: "aborted",
 }
-_SANDBOX_OPTIONS = ("memory_mb", "cpu_seconds", "max_processes", "max_file_mb", "tmp_mb", "max_output", "python")
+_SANDBOX_OPTIONS = ("memory_mb", "cpu_seconds", "max_processes", "max_file_mb", "tmp_mb", "max_output", "python",
+                    "packages")
 
 
 class PythonTool(Tool):
@@ -32,11 +36,15 @@ class PythonTool(Tool):
         allow_unsandboxed: run without isolation where bubblewrap is unavailable (see
             :func:`~gem_core.tools.run_python`); otherwise such a machine raises at construction.
         **sandbox_options: ``memory_mb``, ``cpu_seconds``, ``max_processes``, ``max_file_mb``,
-            ``tmp_mb``, ``max_output``, ``python`` (see :func:`~gem_core.tools.run_python`).
+            ``tmp_mb``, ``max_output``, ``python``, and ``packages``: the installed distributions
+            the code may import beside the standard library (default: those of numpy, scipy,
+            sympy, pandas, networkx and sortedcontainers that are installed); nothing else
+            installed is visible to it (see :func:`~gem_core.tools.run_python`).
 
     The observation is ``"Code execution result: "`` followed by stdout, then stderr, then a note
     when the program timed out or was killed. A call succeeds when the program exits with status 0
-    within its time.
+    within its time. A package in ``packages`` that is not installed raises
+    :class:`~gem_core.sandbox.SandboxConfigError` here, not at the first call.
     """
 
     name = "python"
@@ -58,6 +66,7 @@ class PythonTool(Tool):
         self.keep_error_last_line = keep_error_last_line
         self.allow_unsandboxed = allow_unsandboxed
         self.sandbox_options = sandbox_options
+        package_view(interpreter(sandbox_options.get("python") or sys.executable), sandbox_options.get("packages"))
         if not allow_unsandboxed:
             problem = sandbox_problem(sandbox_options.get("python"))
             if problem is not None:

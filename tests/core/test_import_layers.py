@@ -132,6 +132,8 @@ def test_plugins_still_load_on_the_first_lookup_only():
         import gem_core, gem_core.plugins as plugins
         assert plugins._state == "unloaded", plugins._state
         gem_core.spec("game:GuessTheNumber-v0-easy")
+        assert plugins._state == "partial" and sorted(plugins._reports) == ["core", "game"], plugins._reports
+        gem_core.list_envs()
         assert plugins._state == "loaded"
         print("ok")
     """)

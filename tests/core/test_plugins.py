@@ -171,3 +171,45 @@ def test_a_hook_gem_does_not_define_is_reported_and_the_plugins_other_hooks_stil
     assert "gem_register_comands" in error and "gem_register_commands" in error, error
     listing = gem_command("plugins", path=[site], env={"GEM_PLUGINS": "typo"})
     assert "gem_register_comands" in listing.stdout + listing.stderr
+
+
+ANOTHER_GAME = '''
+from gem_core import hookimpl
+
+@hookimpl
+def gem_register_envs(register):
+    register("game:Their-v0", "gem_envs.game.guess_the_number:GuessTheNumberEnv", max_number=7)
+'''
+
+
+def test_making_a_game_loads_only_the_game_pack_and_other_names_find_every_plugin(tmp_path):
+    site = fake_distribution(tmp_path / "site", "their-game", plugins={"theirs": "their_game"},
+                             modules={"their_game": ANOTHER_GAME})
+    done = run_python('''
+        import sys
+        import gem_core, gem_core.plugins as plugins
+
+        def others():
+            return sorted(m for m in sys.modules if m.startswith(("gem_envs.", "gem_serve", "gem_trainer", "gem_adapters"))
+                          and m != "gem_envs.game" and not m.startswith("gem_envs.game."))
+
+        gem_core.make("game:GuessTheNumber-v0").reset(seed=0)
+        print(others(), sorted(plugins._reports), "importlib.metadata" in sys.modules)
+        print(gem_core.make("game:Their-v0").unwrapped.max_number, plugins._state)  # not in the game pack: every plugin
+        print("theirs" in plugins._reports, "their_game" in sys.modules)
+    ''', path=[site])
+    assert done.returncode == 0, done.stderr
+    first, second, third = done.stdout.splitlines()
+    assert first == "[] ['core', 'game'] False"
+    assert second == "7 loaded" and third == "True True"
+
+
+def test_gem_plugins_limits_the_pack_a_lookup_loads():
+    done = run_python('''
+        import gem_core
+        try:
+            gem_core.make("game:GuessTheNumber-v0")
+        except gem_core.UnknownEnvError:
+            print("unknown")
+    ''', env={"GEM_PLUGINS": "rg"})
+    assert done.stdout.strip() == "unknown", done.stderr

@@ -89,11 +89,11 @@ def test_replaced_scorers_do_not_reward_wrong_answers():
 
 
 def test_an_answer_the_scorer_evaluates_cannot_hang_the_caller():
-    env = gem_core.make("rg:string_insertion", time_limit=1.0)  # its scorer eval()s answers
+    env = gem_core.make("rg:polynomial_multiplication", time_limit=1.0)  # its scorer hands answers to sympy
     env.reset(seed=0)
     env.clone().step("\\boxed{warm up the worker}")
     start = time.monotonic()
-    _, reward, terminated, _, info = env.step("\\boxed{__import__('time').sleep(600)}")
+    _, reward, terminated, _, info = env.step("\\boxed{factorial(10**8)}")  # plain mathematics, for hours
     assert time.monotonic() - start < 1.0 + scoring_pool().grace + 1.0
     assert reward == 0.0 and terminated and info["timed_out"]
 
@@ -101,10 +101,36 @@ def test_an_answer_the_scorer_evaluates_cannot_hang_the_caller():
 @pytest.mark.skipif(not sandboxed(), reason="bubblewrap is not available here")
 def test_an_answer_the_scorer_evaluates_cannot_touch_files():
     target = Path(__file__).parent / "written-by-an-answer"
+    for name in ("rg:string_insertion", "rg:polynomial_multiplication"):  # eval(), and sympy's parse_expr
+        env = gem_core.make(name)
+        env.reset(seed=0)
+        env.step(f"\\boxed{{open({str(target)!r}, 'w').write('x')}}")
+        env.reset(seed=0)
+        env.step(f"\\boxed{{__import__('builtins').open({str(target)!r}, 'w').write('x')}}")
+    assert not target.exists()
+
+
+WALK_UP = "__import__('sympy').parse_expr(__import__('sys')._getframe({}).f_locals['entry']['answer'])"
+
+
+@pytest.mark.parametrize("name", ["rg:string_insertion", "rg:spiral_matrix", "rg:polynomial_multiplication",
+                                  "rg:simple_integration", "rg:countdown"])
+def test_an_answer_cannot_read_the_right_one_from_the_scorer(name):
+    """Scorers that eval() an answer or hand it to sympy evaluate it where the right answer is: by
+    name, or a few frames up. Here such answers earn what any wrong answer earns, and right answers
+    (plain mathematics, or lists of literals) are paid as before."""
+    env = gem_core.make(name)
+    env.reset(seed=0)
+    assert env.clone().step(f"\\boxed{{{env.entry['answer']}}}")[1] == 1.0
+    wrong = env.clone().step("\\boxed{not the answer}")[1]
+    reads = ["oracle_answer", "oracle_answer.split()", "entry['answer']", *map(WALK_UP.format, range(1, 8))]
+    assert [env.clone().step(f"\\boxed{{{answer}}}")[1] for answer in reads] == [wrong] * len(reads)
+
+
+def test_a_list_of_literals_keeps_its_partial_credit():
     env = gem_core.make("rg:string_insertion")
     env.reset(seed=0)
-    env.step(f"\\boxed{{open({str(target)!r}, 'w').write('x')}}")
-    assert not target.exists()
+    assert env.step(f"\\boxed{{{list(env.entry['answer'])!r}}}")[1] == 0.1
 
 
 def test_async_steps_run_concurrently():
