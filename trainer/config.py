@@ -59,6 +59,8 @@ class TrainConfig:
     ray_address: str | None = None  # play the environments on a Ray cluster ("auto", "HOST:6379", "local")
     env_hosts: int | None = None  # environment host processes on the cluster (default 2 with ray_address)
     report_to: list[str] = field(default_factory=list)  # experiment trackers (gem_trainer.trackers); none by default
+    agent: str | None = None  # an agent program playing the episodes through GEM's gateway: module:function or a command
+    agent_timeout: float = 600.0  # seconds an agent program may take per episode (then it fails, kind deadline)
 
     @property
     def lr(self) -> float:
@@ -142,6 +144,13 @@ def validate(config: TrainConfig) -> None:
         raise ConfigError(f"top_p must be in (0, 1], got {config.top_p}.")
     if config.max_grad_norm <= 0:
         raise ConfigError(f"max_grad_norm must be positive, got {config.max_grad_norm}.")
+    if not config.agent_timeout > 0:
+        raise ConfigError(f"agent_timeout must be a positive number of seconds, got {config.agent_timeout}.")
+    if config.agent is not None and not config.agent.strip():
+        raise ConfigError("agent is empty: give module:function or a command (or leave it unset).")
+    if config.agent is not None and (config.ray_address is not None or config.env_hosts is not None):
+        raise ConfigError("agent programs play their environments through the gateway, in this process: "
+                          "drop ray_address and env_hosts.")
     if config.episodes_per_step % config.group_size:
         raise ConfigError(
             f"episodes_per_step ({config.episodes_per_step}) must be a multiple of group_size "
@@ -189,7 +198,8 @@ def _check_types(config: TrainConfig) -> None:
         "lora_alpha": (int, float), "wrappers": (str,), "chat_template": (str, type(None)),
         "device": (str,), "dtype": (str,), "threads": (int, type(None)), "seed": (int,),
         "output_dir": (str, type(None)), "save_every": (int,), "ray_address": (str, type(None)),
-        "env_hosts": (int, type(None)), "report_to": (list,),
+        "env_hosts": (int, type(None)), "report_to": (list,), "agent": (str, type(None)),
+        "agent_timeout": (int, float),
     }
     for name, types in expected.items():
         value = getattr(config, name)
