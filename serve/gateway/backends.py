@@ -64,13 +64,11 @@ class VLLMBackend:
     PASSED_ON = ("frequency_penalty", "presence_penalty", "repetition_penalty", "top_k", "min_p")
 
     def __init__(self, base_url: str, model: str, *, api_key: str | None = None, timeout: float = 600.0):
-        import httpx
-
         root = base_url.rstrip("/")
         self.url = (root if root.endswith("/v1") else root + "/v1") + "/completions"
-        self.model = model
-        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-        self.client = httpx.AsyncClient(timeout=timeout, headers=headers, limits=httpx.Limits(max_connections=None))
+        self.model, self.timeout = model, timeout
+        self.headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self.client: Any = None  # made on the event loop that first calls (an httpx client stays on its loop)
 
     async def generate(self, prompt_ids: list[int], sampling: Sampling) -> Sampled:
         body = {"model": self.model, "prompt": prompt_ids, "max_tokens": sampling.max_tokens,
@@ -93,8 +91,13 @@ class VLLMBackend:
         """Refuse a server that does not echo the prompt ids it was given (not vLLM, or a vLLM
         too old for ``return_token_ids``)."""
         probe = [1, 2, 3, 4, 5]
-        answer = await self._post({"model": self.model, "prompt": probe, "max_tokens": 1, "temperature": 0,
-                                   "return_token_ids": True, "logprobs": 0})
+        try:
+            answer = await self._post({"model": self.model, "prompt": probe, "max_tokens": 1, "temperature": 0,
+                                       "return_token_ids": True, "logprobs": 0})
+        except BackendError as e:
+            raise GemError(str(e)) from None
+        finally:
+            await self.aclose()  # the check may run on a loop of its own
         choice = (answer.get("choices") or [{}])[0]
         echoed = choice.get("prompt_token_ids", answer.get("prompt_token_ids"))
         if echoed is None or choice.get("token_ids") is None:
@@ -106,6 +109,9 @@ class VLLMBackend:
     async def _post(self, body: dict[str, Any]) -> dict[str, Any]:
         import httpx
 
+        if self.client is None:
+            self.client = httpx.AsyncClient(timeout=self.timeout, headers=self.headers,
+                                            limits=httpx.Limits(max_connections=None))
         try:
             response = await self.client.post(self.url, json=body)
         except httpx.HTTPError as e:
@@ -119,7 +125,9 @@ class VLLMBackend:
             raise BackendError(f"The backend at {self.url} answered something that is not JSON.") from None
 
     async def aclose(self) -> None:
-        await self.client.aclose()
+        client, self.client = self.client, None
+        if client is not None:
+            await client.aclose()
 
 
 NO_IDS = ("the gateway needs vLLM's OpenAI server (vLLM 0.10.2 or later, started with `vllm serve MODEL`), whose "

@@ -85,55 +85,90 @@ def comparable(message: dict[str, Any]) -> dict[str, Any]:
 
 @dataclass
 class Prompt:
-    """The ids of one call's prompt, its segment, and why it opened one (None: it continues)."""
+    """The ids of one call's prompt, its segment, why it opened one (None: it continues), and the
+    messages rendered for it (template form: the new ones, or all of a new segment's)."""
 
     ids: list[int]
     segment: int
     reason: str | None
-    new_messages: int  # how many messages were rendered for it
+    rendered: list[dict[str, Any]]
 
 
 @dataclass
 class Chain:
-    """What a session's next call continues: the messages so far (the last one the answer the
-    gateway gave), their ids (the last prompt and the sampled answer) and the tools."""
+    """What a session's next call continues: the messages the last call sent (as the harness sent
+    them), the answer the gateway gave (template form), their ids (the last prompt and the sampled
+    answer) and the tools.
+
+    The check that a call extends the chain compares the messages already sent as they are (a
+    list comparison that costs next to nothing per message) and converts only the echoed answer
+    and the new messages; only when that fails are all messages compared as the template sees
+    them (an SDK that re-serialised its history), and a call that differs there opens a segment."""
 
     chat: ChatFormat
-    messages: list[dict[str, Any]] = field(default_factory=list)
+    sent: list[Any] = field(default_factory=list)
+    answered: dict[str, Any] = field(default_factory=dict)
     ids: list[int] = field(default_factory=list)
     answer: list[int] = field(default_factory=list)
     tools: Any = None
     segment: int = -1
 
-    def prompt(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -> Prompt:
-        """The prompt ids for ``messages`` (template messages) and ``tools``."""
-        if not messages:
-            raise RequestError("messages is empty.", "messages")
-        reason = self._rewrite(messages, tools)
+    def prompt(self, messages: list[Any], tools: list[dict[str, Any]] | None) -> Prompt:
+        """The prompt ids for ``messages`` (as the harness sent them) and ``tools``."""
+        if not isinstance(messages, list) or not messages:
+            raise RequestError("messages must be a non-empty list.", "messages")
+        new, reason = self._continuation(messages, tools)
         if reason is None:
-            new = messages[len(self.messages):]
             after = self.chat.after_answer_messages(self.answer, new)
-            return Prompt(self.ids + self.chat.encode(after), self.segment, None, len(new))
-        text = self.chat.render(messages, generation_prompt=True, tools=tools)
-        return Prompt(self.chat.encode(text), self.segment + 1, reason if self.segment >= 0 else None, len(messages))
+            return Prompt(self.ids + self.chat.encode(after), self.segment, None, new)
+        every = converted(messages)
+        text = self.chat.render(every, generation_prompt=True, tools=tools)
+        return Prompt(self.chat.encode(text), self.segment + 1, reason if self.segment >= 0 else None, every)
 
-    def advance(self, prompt: Prompt, messages: list[dict[str, Any]], tools: Any, answer: list[int],
+    def advance(self, prompt: Prompt, messages: list[Any], tools: Any, answer: list[int],
                 answered: dict[str, Any]) -> None:
-        """Record a call: its prompt, the ids sampled and the answer message returned."""
-        self.messages = [comparable(m) for m in messages] + [comparable(answered)]
+        """Record a call: the messages it sent, the ids sampled and the answer returned."""
+        self.sent, self.answered = messages, comparable(answered)
         self.ids, self.answer, self.tools, self.segment = prompt.ids + answer, list(answer), tools, prompt.segment
 
-    def _rewrite(self, messages: list[dict[str, Any]], tools: Any) -> str | None:
-        """Why ``messages`` do not continue the chain (None when they do)."""
+    def _continuation(self, messages: list[Any], tools: Any) -> tuple[list[dict[str, Any]], str | None]:
+        """The new messages (template form) when ``messages`` continue the chain, else why not."""
         if self.segment < 0:
-            return "first call"
+            return [], "first call"
         if (tools or None) != (self.tools or None):
-            return "the tools changed"
-        known = len(self.messages)
-        if len(messages) <= known:
-            return f"the conversation has {len(messages)} messages, not more than the {known} answered"
-        for index, (sent, kept) in enumerate(zip(messages, self.messages)):
+            return [], "the tools changed"
+        known = len(self.sent)
+        if len(messages) > known + 1 and messages[:known] == self.sent:  # the fast path: as sent before
+            echoed = messages[known]
+            if isinstance(echoed, dict) and echoed.get("role") == "assistant" \
+                    and comparable(template_message(echoed, known)) == self.answered:
+                new = converted(messages[known + 1:], known + 1)
+                if new and new[0]["role"] != "assistant":
+                    return new, None
+        every = converted(messages)
+        before = [comparable(m) for m in converted(self.sent)] + [self.answered]
+        if len(every) <= len(before):
+            return [], f"the conversation has {len(every)} messages, not more than the {len(before)} answered"
+        for index, (sent, kept) in enumerate(zip(every, before)):
             if comparable(sent) != kept:
-                what = "the answer the gateway gave" if index == known - 1 else "what an earlier call sent"
-                return f"messages[{index}] ({sent['role']}) differs from {what}"
-        return None
+                what = "the answer the gateway gave" if index == len(before) - 1 else "what an earlier call sent"
+                return [], f"messages[{index}] ({sent['role']}) differs from {what}"
+        return every[len(before):], None
+
+
+def converted(messages: list[Any], offset: int = 0) -> list[dict[str, Any]]:
+    """OpenAI messages as template messages, consecutive assistant messages as one (an SDK may
+    split an answer's text from its calls)."""
+    merged: list[dict[str, Any]] = []
+    for index, message in enumerate(messages):
+        message = template_message(message, offset + index)
+        if merged and message["role"] == "assistant" == merged[-1]["role"]:
+            last = dict(merged[-1])
+            last["content"] = last.get("content", "") + message.get("content", "")
+            calls = list(last.get("tool_calls") or []) + list(message.get("tool_calls") or [])
+            if calls:
+                last["tool_calls"] = calls
+            merged[-1] = last
+        else:
+            merged.append(message)
+    return merged

@@ -35,7 +35,7 @@ REFUSED = {"audio": "audio output", "modalities": "audio output", "prediction": 
 class ChatRequest:
     """A checked request."""
 
-    messages: list[dict[str, Any]]  # template messages
+    messages: list[Any]  # as the harness sent them (checked and converted by the chain)
     tools: list[dict[str, Any]] | None
     sampling: Sampling
     stream: bool
@@ -77,7 +77,6 @@ def parse_request(body: Any, *, max_tokens: int, forced: dict[str, Any] | None =
     messages = body.get("messages")
     if not isinstance(messages, list) or not messages:
         raise RequestError("messages must be a non-empty list.", "messages")
-    converted = merge_assistant_runs([template_message(m, k) for k, m in enumerate(messages)])
     tools = body.get("tools") or None
     if tools is not None and (not isinstance(tools, list) or not all(
             isinstance(t, dict) and t.get("type", "function") == "function" and isinstance(t.get("function"), dict)
@@ -98,26 +97,10 @@ def parse_request(body: Any, *, max_tokens: int, forced: dict[str, Any] | None =
     extra = {key: _number(body, key, 0.0, -2.0, 2.0) for key in ("frequency_penalty", "presence_penalty")
              if body.get(key)}
     stream_options = body.get("stream_options") or {}
-    return ChatRequest(converted, tools, Sampling(min(length, max_tokens), temperature, top_p, seed, extra),
+    return ChatRequest(messages, tools, Sampling(min(length, max_tokens), temperature, top_p, seed, extra),
                        bool(body.get("stream")), bool(isinstance(stream_options, dict)
                                                       and stream_options.get("include_usage")),
                        bool(body.get("logprobs")), tool_choice != "none", str(body.get("model") or ""))
-
-
-def merge_assistant_runs(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Consecutive assistant messages as one (an SDK may split an answer's text from its calls)."""
-    merged: list[dict[str, Any]] = []
-    for message in messages:
-        if merged and message["role"] == "assistant" == merged[-1]["role"]:
-            last = dict(merged[-1])
-            last["content"] = last.get("content", "") + message.get("content", "")
-            calls = list(last.get("tool_calls") or []) + list(message.get("tool_calls") or [])
-            if calls:
-                last["tool_calls"] = calls
-            merged[-1] = last
-        else:
-            merged.append(message)
-    return merged
 
 
 def _number(body: dict[str, Any], key: str, default: float, low: float, high: float) -> float:

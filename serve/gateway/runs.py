@@ -182,17 +182,14 @@ def record(episode: Episode, chat: GatewaySession, steps: list[tuple[int, dict[s
     credited: dict[int, list[dict[str, Any]]] = {}
     for after, data in steps:
         credited.setdefault(max(after, 0), []).append(data)
-    previous = 0
     for index, call in enumerate(chat.calls):
-        new = call.messages if call.sampled.reason is not None or index == 0 else call.messages[previous:]
-        previous = len(call.messages) + 1
         taken = credited.get(index, [])
         answer = call.answer
         action = answer.get("content") or ""
         if answer.get("tool_calls"):
             action += "".join(f"\n{json.dumps(c['function'], ensure_ascii=False)}" for c in answer["tool_calls"])
         episode.turns.append(Turn(
-            json.dumps(new, ensure_ascii=False), action, float(sum(float(d["reward"] or 0.0) for d in taken)),
+            json.dumps(call.messages, ensure_ascii=False), action, float(sum(float(d["reward"] or 0.0) for d in taken)),
             info={INFO_KEY: call.sampled.to_info(), "finish_reason": call.finish_reason,
                   "steps": [_step_summary(d) for d in taken]}))
     ended = [data for _, data in steps if data["done"]]

@@ -49,8 +49,9 @@ PROBE_TOOL = {"type": "function", "function": {"name": "gem_probe_tool", "descri
 
 @dataclass
 class Call:
-    """One recorded call: the messages the harness sent (template form), the ids sent to the
-    backend and sampled, and the answer returned."""
+    """One recorded call: the messages rendered for it (template form: those it added, or all of
+    those of a call that opened a segment), the ids sent to the backend and sampled, and the
+    answer returned."""
 
     messages: list[dict[str, Any]]
     sampled: SampledCall
@@ -183,7 +184,7 @@ class Gateway:
                             len(sampled.ids), logprobs)
         answered = answer.template_message()
         session.chain.advance(prompt, request.messages, request.tools, sampled.ids, answered)
-        session.calls.append(Call(request.messages, SampledCall(prompt.ids, list(sampled.ids), sampled.logprobs,
+        session.calls.append(Call(prompt.rendered, SampledCall(prompt.ids, list(sampled.ids), sampled.logprobs,
                                                                 prompt.segment, prompt.reason),
                                   answer.message(), answer.finish_reason, started, time.perf_counter() - clock))
         return answer

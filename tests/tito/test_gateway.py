@@ -45,21 +45,21 @@ def test_gem_train_trains_smollm2_on_an_agent_programs_episodes(smollm2_dir, ech
     from gem_trainer.training.agents import training_samples
     from gem_trainer.training.trainer import Trainer
 
-    monkeypatch.setenv("GEM_TEST_TURNS", "3")  # the program stops after three answers: episodes are cut
+    monkeypatch.setenv("GEM_TEST_TURNS", "2")  # the program stops after two answers: episodes are cut
     config = build_config({"envs": [echo_env], "model": str(smollm2_dir), "agent": "tests.tito.gateway:text_agent",
-                           "steps": 2, "episodes_per_step": 4, "max_new_tokens": 12, "threads": 2,
+                           "steps": 2, "episodes_per_step": 2, "max_new_tokens": 8, "threads": 2,
                            "output_dir": str(tmp_path / "run")})
     result = Trainer(config, progress=False).run()
-    assert [r["turns_trained"] for r in result.records] == [12, 12] and all(r["failed_rate"] == 0 for r in result.records)
+    assert [r["turns_trained"] for r in result.records] == [4, 4] and all(r["failed_rate"] == 0 for r in result.records)
     assert all(r["loss"] != 0 and r["grad_norm"] > 0 for r in result.records)
     lora_b = [tensor for name, tensor in load_file(result.checkpoint / "model" / "adapter_model.safetensors").items()
               if "lora_B" in name]
     assert lora_b and any(float(t.abs().max()) > 0 for t in lora_b)  # LoRA's B starts at 0: the weights changed
     for step in (1, 2):
         episodes = load_episodes(result.output_dir / "episodes" / f"step-{step:05d}.jsonl")
-        assert [e.outcome for e in episodes] == ["cut"] * 4 and all(e.num_turns == 3 for e in episodes)
+        assert [e.outcome for e in episodes] == ["cut"] * 2 and all(e.num_turns == 2 for e in episodes)
         samples, trained, _ = training_samples(episodes, [e.rewards for e in episodes])
-        assert trained == 12
+        assert trained == 4
         for sample, episode in zip(samples, episodes):
             sampled = [token for turn in episode.turns for token in turn.info["sampled"]["response_ids"]]
             assert [t for t, bit in zip(sample.completion_ids, sample.mask) if bit] == sampled
