@@ -19,8 +19,8 @@ FEEDBACK = re.compile(r"you guessed (\d+); the number is (higher|lower)")
 
 def binary_search(tokenizer, *, tool: bool = True):
     """A model that plays GuessTheNumber by bisection from the feedback in its prompt: a
-    ``step`` tool call (``tool``) or a bash block echoing the guess; once the game says
-    "Correct", a final answer."""
+    ``step`` tool call (``tool``), or the guess as mini-swe-agent's command block; once the game
+    says "Correct", a final answer."""
     end = tokenizer.convert_tokens_to_ids("<|im_end|>")
 
     def answer(prompt: list[int]) -> list[int]:
@@ -32,12 +32,12 @@ def binary_search(tokenizer, *, tool: bool = True):
             else:
                 high = min(high, int(guess) - 1)
         if "Correct!" in text:
-            reply = "I found the number." if tool else "I found the number.\n\n```bash\necho COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT\n```"
+            reply = "I found the number."
         elif tool:
             reply = ('Guessing.\n<tool_call>\n{"name": "step", "arguments": {"action": "\\\\boxed{%d}"}}\n</tool_call>'
                      % ((low + high) // 2))
-        else:
-            reply = "Guessing.\n\n```bash\necho '\\boxed{%d}'\n```" % ((low + high) // 2)
+        else:  # mini-swe-agent's text format: one command in a mswea_bash_command block
+            reply = "THOUGHT: bisect.\n\n```mswea_bash_command\n\\boxed{%d}\n```" % ((low + high) // 2)
         return tokenizer.encode(reply, add_special_tokens=False) + [end]
 
     return answer
