@@ -176,3 +176,21 @@ def test_sessions_open_read_and_close_over_http(smollm2_tokenizer):
         assert closed.json()["calls"] == read["calls"]
         with pytest.raises(openai.AuthenticationError):
             client.chat.completions.create(model="m", messages=[{"role": "user", "content": "Hi."}])
+
+
+def test_gem_gateway_refuses_a_backend_without_token_ids_at_start_with_what_to_do(smollm2_tokenizer, tmp_path):
+    import subprocess
+    import sys
+
+    folder = tmp_path / "tokenizer"
+    smollm2_tokenizer.save_pretrained(folder)
+    backend = ScriptedBackend(lambda prompt: [7], echo_prompt=False)
+    with backend.serving():
+        started = subprocess.run([sys.executable, "-m", "gem_core.cli", "gateway", "--backend-url", backend.url,
+                                  "--model", "m", "--tokenizer", str(folder), "--port", "0"],
+                                 capture_output=True, text=True, timeout=120)
+    assert started.returncode == 1 and "Traceback" not in started.stderr
+    assert "return_token_ids" in started.stderr and "--backend local" in started.stderr
+    missing = subprocess.run([sys.executable, "-m", "gem_core.cli", "gateway"], capture_output=True, text=True,
+                             timeout=60)
+    assert missing.returncode == 1 and "--backend vllm needs --backend-url" in missing.stderr
