@@ -97,7 +97,11 @@ def main() -> None:
     finally:
         for process in (gateway, backend):
             process.terminate()
-            process.wait(10)
+            try:
+                process.wait(10)
+            except subprocess.TimeoutExpired:  # a server still closing connections
+                process.kill()
+                process.wait(10)
 
 
 def conversation(length: int) -> list[dict]:
