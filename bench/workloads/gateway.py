@@ -79,9 +79,9 @@ def main() -> None:
                                   "--retry-window", "0"], r"http://127\.0\.0\.1:\d+")
     try:
         metrics = Metrics()
-        rounds = 60 if args.quick else 300
-        long_messages = 100 if args.quick else 400
-        with httpx.Client(timeout=60) as client:
+        rounds = 60 if args.quick else 200
+        long_messages = 100 if args.quick else 300
+        with httpx.Client(timeout=300) as client:
             for label, length in (("short", 4), ("long", long_messages)):
                 direct, through = measure(client, backend_url, gateway_url, length, rounds)
                 metrics.add(f"direct_p50_ms_{label}", percentile(direct, 0.5) * 1e3, "ms", "lower")
