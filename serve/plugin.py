@@ -1,4 +1,4 @@
-"""Registers ``gem serve`` and the ``remote:{url}`` family: ``make("remote:http://host:8000")``
+"""Registers ``gem serve``, ``gem gateway`` and the ``remote:{url}`` family: ``make("remote:http://host:8000")``
 plays the environment served at that address, by ``gem serve`` or any OpenEnv environment server."""
 
 from gem_core import hookimpl
@@ -14,3 +14,5 @@ def gem_register_envs(register):
 @hookimpl
 def gem_register_commands(register):
     register("serve", "gem_serve.cli:serve", description="Serve an environment over OpenEnv's protocol.")
+    register("gateway", "gem_serve.gateway.cli:gateway",
+             description="Serve an OpenAI-compatible endpoint that records every call's token ids, per session.")

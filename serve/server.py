@@ -5,7 +5,9 @@ WebSocket connection on ``/ws`` opens one and plays it with the messages of
 :mod:`gem_serve.protocol`; the session ends with the connection. A session opened over MCP
 (``openenv/session/create`` on ``/mcp``, :mod:`gem_serve.mcp_endpoint`) is played with tool
 calls, and reset or stepped by a WebSocket that joins it (``/ws?session_id=ID``, as OpenEnv's
-``MCPToolClient`` does); it ends with ``openenv/session/close`` or the idle timeout.
+``MCPToolClient`` does); it ends with ``openenv/session/close`` or the idle timeout. A plain MCP
+client's ``initialize`` opens and resets a session of its own (``Mcp-Session-Id``), which it plays
+with tool calls and ends with ``DELETE /mcp``.
 
 * At most ``max_sessions`` sessions: one more is refused with a ``CAPACITY_REACHED`` error (a
   WebSocket gets it as an error message and is closed with code 1013), as OpenEnv's server does.
@@ -124,6 +126,9 @@ class EnvServer:
             Route("/mcp", self._guarded(self._mcp), methods=["POST"]),
             WebSocketRoute("/ws", self._websocket),
         ]
+        plain_mcp = [Route("/mcp", self._guarded(self._mcp_endpoint), methods=["GET", "DELETE"], include_in_schema=False),
+                     Route("/sessions/{id}/mcp", self._guarded(self._mcp_endpoint), methods=["GET", "POST", "DELETE"],
+                           include_in_schema=False)]
         self._openapi = SchemaGenerator({
             "openapi": "3.0.3",
             "info": {"title": f"GEM environment {self.env_id}", "version": API_VERSION,
@@ -131,6 +136,7 @@ class EnvServer:
         }).get_schema(routes)
         routes.append(Route("/openapi.json", self._guarded(self._openapi_json), methods=["GET"],
                             include_in_schema=False))
+        routes += plain_mcp
         return starlette.Starlette(routes=routes, lifespan=lifespan)
 
     def close(self) -> None:

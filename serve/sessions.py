@@ -47,6 +47,11 @@ class Session:
         self.last_active = time.monotonic()
         self.episode_id: str | None = None
         self.step_count, self.seed, self.in_episode, self.episode_return = 0, None, False, 0.0
+        self.observation = ""  # the latest observation's text
+        self.plain_mcp = False  # opened by a plain MCP client's initialize (it has a reset tool)
+        #: Called with every step's observation data (:func:`~gem_serve.protocol.observation_data`),
+        #: whichever endpoint stepped it: how whoever runs an episode hears its rewards.
+        self.step_listeners: list[Any] = []
 
     async def start(self, env_factory) -> None:
         """Make the session's environment (in a worker thread: making one may load data)."""
@@ -74,6 +79,7 @@ class Session:
                                     protocol.EXECUTION_ERROR) from None
             self.episode_id = episode_id or uuid.uuid4().hex
             self.seed, self.step_count, self.in_episode, self.episode_return = seed, 0, True, 0.0
+            self.observation = observation
             return protocol.observation_data(observation, None, False, False, info, env_id=self.env_id,
                                              episode_id=self.episode_id, step_count=0, seed=seed)
 
@@ -92,12 +98,20 @@ class Session:
                 logger.warning("%s (seed %s) failed at step %d; the episode ends: %s: %s", self.env_id, self.seed,
                                self.step_count, type(e).__name__, e)
                 fault = {"kind": "error", "phase": "step", "error": f"{type(e).__name__}: {e}"}
-                return protocol.observation_data("", 0.0, False, True, {}, env_id=self.env_id,
-                                                 episode_id=self.episode_id, step_count=self.step_count, fault=fault)
+                return self._stepped(protocol.observation_data("", 0.0, False, True, {}, env_id=self.env_id,
+                                                               episode_id=self.episode_id, step_count=self.step_count,
+                                                               fault=fault))
             self.episode_return += reward
             self.in_episode = not (terminated or truncated)
-            return protocol.observation_data(observation, reward, terminated, truncated, info, env_id=self.env_id,
-                                             episode_id=self.episode_id, step_count=self.step_count)
+            self.observation = observation
+            return self._stepped(protocol.observation_data(observation, reward, terminated, truncated, info,
+                                                           env_id=self.env_id, episode_id=self.episode_id,
+                                                           step_count=self.step_count))
+
+    def _stepped(self, data: dict[str, Any]) -> dict[str, Any]:
+        for listener in self.step_listeners:
+            listener(data)
+        return data
 
     async def sample_action(self) -> str:
         async with self.lock:

@@ -78,6 +78,13 @@ def _train_options(f: Any) -> Any:
                           "--episodes-per-step to end; this favours short episodes (default 0)."),
         _report_to_option(),
         *_ray_options(),
+        click.option("--agent", metavar="PROGRAM",
+                     help="Play each episode with an agent program through GEM's gateway: module:function (a Python "
+                          "callable taking the task) or a command (given OPENAI_BASE_URL, OPENAI_API_KEY, GEM_MCP_URL, "
+                          "GEM_TASK); trains on the token ids it sampled (see docs/gateway.md). The concat_chat "
+                          "wrapper is left out."),
+        click.option("--agent-timeout", type=float, metavar="SECONDS",
+                     help=f"Seconds an agent program may take per episode (default {_DEFAULT.agent_timeout:g})."),
     ]
     for option in reversed(options):
         f = option(f)

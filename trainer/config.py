@@ -65,6 +65,8 @@ class TrainConfig:
     deadline: float | None = None  # seconds per step's collection of episodes
     carry_over: bool = False  # episodes running at the deadline continue in the next step
     spares: int = 0  # episodes started beyond episodes_per_step; the first to end are kept
+    agent: str | None = None  # an agent program playing the episodes through GEM's gateway: module:function or a command
+    agent_timeout: float = 600.0  # seconds an agent program may take per episode (then it fails, kind deadline)
 
     @property
     def lr(self) -> float:
@@ -157,6 +159,17 @@ def validate(config: TrainConfig) -> None:
     if config.spares < 0 or config.spares % config.group_size:
         raise ConfigError(f"spares must be 0 or more whole groups of group_size ({config.group_size}) episodes, "
                           f"got {config.spares}.")
+    if not config.agent_timeout > 0:
+        raise ConfigError(f"agent_timeout must be a positive number of seconds, got {config.agent_timeout}.")
+    if config.agent is not None and not config.agent.strip():
+        raise ConfigError("agent is empty: give module:function or a command (or leave it unset).")
+    if config.agent is not None and (config.ray_address is not None or config.env_hosts is not None):
+        raise ConfigError("agent programs play their environments through the gateway, in this process: "
+                          "drop ray_address and env_hosts.")
+    if config.agent is not None and (config.episode_deadline is not None or config.deadline is not None
+                                     or config.carry_over or config.spares):
+        raise ConfigError("agent programs are bounded by agent_timeout: drop episode_deadline, deadline, carry_over "
+                          "and spares.")
     if config.episodes_per_step % config.group_size:
         raise ConfigError(
             f"episodes_per_step ({config.episodes_per_step}) must be a multiple of group_size "
@@ -206,7 +219,7 @@ def _check_types(config: TrainConfig) -> None:
         "output_dir": (str, type(None)), "save_every": (int,), "ray_address": (str, type(None)),
         "env_hosts": (int, type(None)), "report_to": (list,), "max_failed_share": (int, float),
         "episode_deadline": (int, float, type(None)), "deadline": (int, float, type(None)), "carry_over": (bool,),
-        "spares": (int,),
+        "spares": (int,), "agent": (str, type(None)), "agent_timeout": (int, float),
     }
     for name, types in expected.items():
         value = getattr(config, name)

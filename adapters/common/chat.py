@@ -45,12 +45,16 @@ class ChatFormat:
                            "has none; train a chat (instruct) model.")
         self.end_of_turn_id = self._end_of_turn_id(self._after(""))
 
-    def render(self, messages: list[dict[str, str]], *, generation_prompt: bool = False) -> str:
+    def render(self, messages: list[dict[str, Any]], *, generation_prompt: bool = False,
+               tools: list[dict[str, Any]] | None = None) -> str:
+        """``messages`` through the template; ``tools`` (JSON schemas of functions, as the OpenAI
+        API takes them) are rendered where the template puts them."""
+        options: dict[str, Any] = {"tokenize": False, "add_generation_prompt": generation_prompt, **self.template_kwargs}
+        if tools:
+            options["tools"] = tools
         if self.chat_template is not None:
-            return self.tokenizer.apply_chat_template(messages, chat_template=self.chat_template, tokenize=False,
-                                                      add_generation_prompt=generation_prompt, **self.template_kwargs)
-        return self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=generation_prompt,
-                                                  **self.template_kwargs)
+            options["chat_template"] = self.chat_template
+        return self.tokenizer.apply_chat_template(messages, **options)
 
     def first(self, observation: str) -> str:
         return self.render([{"role": "user", "content": observation}], generation_prompt=True)
@@ -62,7 +66,13 @@ class ChatFormat:
     def after_answer(self, answer: Sequence[int], observation: str) -> str:
         """The text between ``answer`` (its token ids) and the model's next answer, without the
         end-of-turn token when the answer wrote it; an answer cut before it gets it here."""
-        after = self._after(observation)
+        return self.after_answer_messages(answer, [{"role": "user", "content": observation}])
+
+    def after_answer_messages(self, answer: Sequence[int], messages: list[dict[str, Any]]) -> str:
+        """:meth:`after_answer` for any messages following the answer (tool results, a user
+        message, several of them): the rest of the answer's turn, ``messages`` as the template
+        renders them after an answer, and the generation prompt."""
+        after = self._after_messages(messages)
         if self.ended_turn(answer):
             return after[len(self.tokenizer.decode([self.end_of_turn_id], skip_special_tokens=False)):]
         return after
@@ -98,10 +108,12 @@ class ChatFormat:
             "in GEM's training docs.", library)
 
     def _after(self, observation: str) -> str:
+        return self._after_messages([{"role": "user", "content": observation}])
+
+    def _after_messages(self, messages: list[dict[str, Any]]) -> str:
         probe = self.render([{"role": "user", "content": self.PROBE_USER},
-                             {"role": "assistant", "content": self.PROBE_ANSWER},
-                             {"role": "user", "content": observation}], generation_prompt=True)
-        return probe[probe.rindex(self.PROBE_ANSWER) + len(self.PROBE_ANSWER):]
+                             {"role": "assistant", "content": self.PROBE_ANSWER}, *messages], generation_prompt=True)
+        return probe[probe.index(self.PROBE_ANSWER) + len(self.PROBE_ANSWER):]  # the first: messages may hold it too
 
     def _end_of_turn_id(self, after: str) -> int | None:
         """The added token that ``after`` (what follows an answer) starts with, if any."""

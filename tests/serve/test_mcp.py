@@ -79,7 +79,8 @@ def test_initialize_and_ping():
         client = {"capabilities": {}, "clientInfo": {"name": "test", "version": "1"}}
         result = peer.result("initialize", protocolVersion="2025-06-18", **client)
         assert result["protocolVersion"] == "2025-06-18" and result["serverInfo"]["name"] == "gem-serve"
-        assert result["capabilities"]["tools"] == {"listChanged": False} and "GuessTheNumber" in result["instructions"]
+        # a plain MCP client's initialize starts an episode of its own: its first observation is the instructions
+        assert result["capabilities"]["tools"] == {"listChanged": False} and "Guess The Number" in result["instructions"]
         assert peer.result("initialize", protocolVersion="1999-01-01", **client)["protocolVersion"] == "2025-11-25"
         assert peer.result("ping") == {}
         tools = peer.result("tools/list")["tools"]

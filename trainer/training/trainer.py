@@ -105,6 +105,9 @@ class Trainer:
         self.progress = progress
         self.console = console
         self._phase: Any = lambda step, doing: None  # what a step is doing, for the progress display
+        #: For an agent run, options of :class:`~gem_trainer.training.agents.AgentRollout` (a
+        #: program object, a backend in place of the model): what Python callers and tests set.
+        self.agent_options: dict[str, Any] = {}
         validate(config)
         if resume is not None:
             ckpt.checkpoint_dir(resume)  # fail now, not after loading the model
@@ -180,12 +183,17 @@ class Trainer:
         ), processor=self.processor)
         self.output_dir.mkdir(parents=True, exist_ok=True)
         (self.output_dir / EPISODES_DIR).mkdir(exist_ok=True)
-        timed = c.episode_deadline is not None or c.deadline is not None  # a hung environment holds back no other
-        self.vec_env = gem_core.make_vec(
-            slot_env_ids(c.envs, c.episodes_per_step + c.spares, c.group_size), wrappers=c.wrappers,
-            wrapper_options={"tokenizer": self.processor or self.tokenizer},
-            **vector_mode(c.ray_address, c.env_hosts, here="async" if timed else "sync"),
-        )
+        if c.agent is not None:  # a program plays the episodes, through the gateway (gem_trainer.training.agents)
+            from gem_trainer.training.agents import AgentRollout
+
+            self.vec_env = AgentRollout(c, self.policy, self.tokenizer, **self.agent_options)
+        else:
+            timed = c.episode_deadline is not None or c.deadline is not None  # a hung environment holds back no other
+            self.vec_env = gem_core.make_vec(
+                slot_env_ids(c.envs, c.episodes_per_step + c.spares, c.group_size), wrappers=c.wrappers,
+                wrapper_options={"tokenizer": self.processor or self.tokenizer},
+                **vector_mode(c.ray_address, c.env_hosts, here="async" if timed else "sync"),
+            )
         save_config(c, self.output_dir / CONFIG_FILE)
         self.metrics = MetricsLog(self.output_dir / METRICS_FILE)
         if self.resume is None:
@@ -296,9 +304,12 @@ class Trainer:
         self.policy.reset_records(keep=carried_sampled(self.vec_env))
         seeds = step_seeds(c.seed, step, c.episodes_per_step + c.spares, c.group_size)
         self._phase(step, f"playing {c.episodes_per_step} episodes")
-        episodes = collect_episodes(self.vec_env, self.policy, c.episodes_per_step, seed=seeds,
-                                    episode_deadline=c.episode_deadline, deadline=c.deadline,
-                                    carry_over=c.carry_over, spares=c.spares, policy_version=step)
+        if c.agent is not None:
+            episodes = self.vec_env.play(slot_env_ids(c.envs, c.episodes_per_step, c.group_size), seeds)
+        else:
+            episodes = collect_episodes(self.vec_env, self.policy, c.episodes_per_step, seed=seeds,
+                                        episode_deadline=c.episode_deadline, deadline=c.deadline,
+                                        carry_over=c.carry_over, spares=c.spares, policy_version=step)
         rollout_s = time.perf_counter() - started
         episodes_file = self.output_dir / EPISODES_DIR / f"step-{step:05d}.jsonl"
         writing = episodes_file.with_name(f".{episodes_file.name}.writing")
@@ -314,7 +325,13 @@ class Trainer:
         else:
             parts = [part for seats in seat_advantages(episodes, self.estimator, gamma=c.gamma,
                                                        group_size=c.group_size) for part in seats]
-            samples, trained, skipped = training_samples([p for p, _ in parts], [a for _, a in parts], self.policy)
+            if c.agent is not None:
+                from gem_trainer.training.agents import training_samples as recorded_samples
+
+                samples, trained, skipped = recorded_samples([p for p, _ in parts], [a for _, a in parts])
+            else:
+                samples, trained, skipped = training_samples([p for p, _ in parts], [a for _, a in parts],
+                                                             self.policy)
         total_tokens = sum(s.num_model_tokens for s in samples)
         no_update = _why_no_update(self._stopping is not None, failed, len(episodes), samples)
 
