@@ -61,14 +61,15 @@ class Stage:
 
 
 def documented_stage(name: str, *, script: str = "install.sh", tests: str | None = None,
-                     lock: str | None = None) -> Stage:
-    """The stage of adapter ``name`` from ``adapters/<name>/<script>``, the one place that holds
-    its install lines (docs/adapters/<name>.md shows them): each is ``pip install -c LOCK ...``
-    (``lock``, default ``locks/<name>.txt``); the line before the project's ``-e ".[extra]"`` line
-    is ``before``, the lines after it ``after``, and the tests add the ``dev`` extra; a ``pip uninstall
-    -y PACKAGE...`` line, last, is ``remove``. ``tests`` is the test folder (default
-    ``tests/adapters/<name>``)."""
-    script = REPO / "adapters" / name / script
+                     lock: str | None = None, folder: str | None = None, dev: bool = True) -> Stage:
+    """The stage of adapter ``name`` from ``adapters/<name>/<script>`` (``folder/<script>`` for
+    another wing's stage), the one place that holds its install lines (docs/adapters/<name>.md
+    shows them): each is ``pip install -c LOCK ...`` (``lock``, default ``locks/<name>.txt``); the
+    line before the project's ``-e ".[extra]"`` line is ``before``, the lines after it ``after``, and
+    the tests add the ``dev`` extra (unless ``dev`` is false: the script then installs what its
+    tests need); a ``pip uninstall -y PACKAGE...`` line, last, is ``remove``. ``tests`` is the test
+    folder (default ``tests/adapters/<name>``)."""
+    script = REPO / (folder or f"adapters/{name}") / script
     lock = lock or f"locks/{name}.txt"
     before: list[tuple[str, ...]] = []
     extras: tuple[str, ...] = ()
@@ -89,7 +90,7 @@ def documented_stage(name: str, *, script: str = "install.sh", tests: str | None
         args = words[4:]
         project = re.fullmatch(r"\.\[([\w,-]+)\]", args[1]) if args[:1] == ["-e"] and len(args) == 2 else None
         if project:
-            extras = (*project.group(1).split(","), "dev")
+            extras = (*project.group(1).split(","), *(("dev",) if dev else ()))
         else:
             (after if extras else before).append(tuple(args))
     if not extras or len(before) > 1:
@@ -116,6 +117,9 @@ STAGES["trl_oldest"] = documented_stage("trl", script="install-oldest.sh", tests
                                         lock="locks/trl_oldest.txt")
 STAGES["verl_cpu"] = documented_stage("verl", script="install-cpu.sh", tests="tests/adapters/verl_cpu",
                                       lock="locks/verl_cpu.txt")
+#: The stages of the protocols whose SDKs the core environment cannot hold (docs/serving.md): GEM as a
+#: verifiers taskset (verifiers pins mcp==2.0.0 and openai<3).
+STAGES["verifiers"] = documented_stage("verifiers", folder="gem_taskset", tests="tests/protocols/verifiers", dev=False)
 #: Stages whose tests start Ray clusters (verl's launcher, Ray actors). scripts/test.sh runs them one
 #: after another and the other stages beside them, so that two clusters never run at once.
 RAY_STAGES = ("verl", "openrlhf", "roll", "verl_cpu")

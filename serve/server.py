@@ -425,7 +425,7 @@ class EnvServer:
 
 
 SCHEMA = {
-    "action": {"title": "Action", "type": "object", "additionalProperties": False, "required": [protocol.ACTION_FIELD],
+    "action": {"title": "MessageAction", "type": "object", "additionalProperties": False, "required": [protocol.ACTION_FIELD],
                "properties": {protocol.ACTION_FIELD: {"type": "string", "description": "The action text"},
                               "metadata": {"type": "object"}}},
     "observation": {"title": "Observation", "type": "object",
