@@ -1,6 +1,7 @@
 """Registers ``gem serve`` and two families of ids: ``remote:{url}`` (``make("remote:http://host:8000")``
 plays the environment served at that address, by ``gem serve`` or any OpenEnv environment server) and
-``ors:{name}`` (``make("ors:NAME", base_url=...)`` plays an environment of an ORS server)."""
+``ors:{name}`` (``make("ors:NAME", base_url=...)`` plays an environment of an ORS server), and
+``verifiers:{taskset}`` (a verifiers environment, played with the control inverted)."""
 
 from gem_core import hookimpl
 
@@ -13,6 +14,10 @@ def gem_register_envs(register):
     register("ors:{name}", "gem_serve.ors_env:OrsEnv", offline=False, requires={"ors": "ors"},
              description="Environment NAME of an ORS (Open Reward Standard) server: make('ors:NAME', "
                          "base_url='http://HOST:PORT'); each seed a task, each action a tool call.")
+    register("verifiers:{taskset}", "gem_taskset.play:VerifiersEnv", offline=False,
+             requires={"verifiers": "verifiers"},
+             description="A verifiers 0.4 environment, by taskset id, its model calls as observations and the "
+                         "actions as their replies (the control inverted): make('verifiers:ID', taskset_config={...}).")
 
 
 @hookimpl

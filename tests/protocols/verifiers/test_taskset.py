@@ -127,3 +127,27 @@ def test_vf_validate_checks_the_taskset(tmp_path):
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     (summary,) = tmp_path.rglob("summary.json")
     assert json.loads(summary.read_text())
+
+
+def test_gem_plays_a_verifiers_environment_with_the_control_inverted():
+    """verifiers' environment for gem-taskset, played from GEM: its model calls are the observations."""
+    env = gem_core.make("verifiers:gem-taskset", taskset_config={"env_id": GAME, "seeds": 3}, timeout=300)
+    direct = gem_core.make(GAME)
+    try:
+        observation, info = env.reset(seed=1)
+        assert observation == direct.reset(seed=1)[0] and info["index"] == 1
+        rewards = []
+        for action in GUESSES:
+            observation, reward, terminated, truncated, info = env.step(action)
+            expected = direct.step(action)
+            rewards.append(expected[1])
+            if terminated:
+                break
+            assert (observation, reward, terminated) == (expected[0], 0.0, False)  # rewards come at the end
+        assert terminated and reward == pytest.approx(sum(rewards)) and len(rewards) > 1
+        assert info["metrics"][0] == {f"reward_turn_{turn}": r for turn, r in enumerate(rewards, 1)}
+        with pytest.raises(gem_core.GemError, match="reset first"):
+            env.step("x")
+    finally:
+        env.close()
+        direct.close()
