@@ -18,7 +18,6 @@ failed (an error in its hooks, its harness or scoring), or that does not ask or 
 
 from __future__ import annotations
 
-import asyncio
 import json
 import queue
 import threading
