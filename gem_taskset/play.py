@@ -198,7 +198,8 @@ class VerifiersEnv(Env):
         return "", float(sum(trace.reward for trace in ended.traces)), True, False, info
 
     def clone(self) -> Env:
-        raise GemError("A verifiers environment cannot be cloned: its episode runs in verifiers. Replay it from its seed.")
+        raise GemError("A verifiers environment cannot be cloned: its episode runs in verifiers. "
+                       "Replay it from its seed.")
 
     def close(self) -> None:
         self._abandon()

@@ -425,7 +425,8 @@ class EnvServer:
 
 
 SCHEMA = {
-    "action": {"title": "MessageAction", "type": "object", "additionalProperties": False, "required": [protocol.ACTION_FIELD],
+    "action": {"title": "MessageAction", "type": "object", "additionalProperties": False,  # not "Action": verifiers'
+               "required": [protocol.ACTION_FIELD],  # openenv taskset takes an "Action" for MCP's generic one
                "properties": {protocol.ACTION_FIELD: {"type": "string", "description": "The action text"},
                               "metadata": {"type": "object"}}},
     "observation": {"title": "Observation", "type": "object",
@@ -467,7 +468,8 @@ async def _close(websocket, code: int, reason: str) -> None:
 
 
 def create_app(env_id: str, *, max_sessions: int = 64, session_timeout: float | None = None, token: str | None = None,
-               env_kwargs: dict[str, Any] | None = None, ors_ids: list[str] | None = None, ors_tasks: int | None = None):
+               env_kwargs: dict[str, Any] | None = None, ors_ids: list[str] | None = None,
+               ors_tasks: int | None = None):
     """The ASGI application serving ``env_id`` (what ``gem serve`` runs; an exported package's
     ``server/app.py`` builds its ``app`` with it); with ``ors_ids``, ORS serves those ids too
     (:mod:`gem_serve.ors_server`, ``ors_tasks`` tasks per split)."""

@@ -1,4 +1,4 @@
-"""Workload: gem serve against OpenEnv's own server, both serving GuessTheNumber to 1 and 32 sessions (and gem serve over ORS).
+"""Workload: gem serve (over OpenEnv and ORS) against OpenEnv's own server, serving GuessTheNumber to 1 and 32 sessions.
 
 Both servers run as processes on 127.0.0.1 and serve the same game logic (``game:GuessTheNumber-v0``):
 ``gem serve``, and OpenEnv 0.10's ``create_fastapi_app`` around an OpenEnv ``Environment`` that

@@ -80,7 +80,8 @@ def test_bad_rows_get_clear_errors_and_leave_the_session_alone():
     with serving(GAME, max_sessions=1) as url, httpx.Client(base_url=url) as client:
         for row in ({**ROW}, {**ROW, "seed": -1}, {**ROW, "seed": "3"}, {**ROW, "seed": 1, "env_id": "game:Other-v0"}):
             answer = client.post("/reset", json=row)
-            assert answer.status_code == 422 and ("seed" in answer.json()["detail"] or "serves" in answer.json()["detail"])
+            detail = answer.json()["detail"]
+            assert answer.status_code == 422 and ("seed" in detail or "serves" in detail), detail
         assert client.post("/step", json={**ROW, "response": response("x")}).status_code == 409
         assert client.post("/reset", json={**ROW, "seed": 0}).status_code == 200
         with httpx.Client(base_url=url) as other:
