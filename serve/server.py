@@ -73,7 +73,7 @@ class EnvServer:
 
     def __init__(self, env_factory: Callable[[], Env], env_id: str, *, max_sessions: int = 64,
                  session_timeout: float | None = None, token: str | None = None, description: str = "",
-                 template_env: Env | None = None):
+                 template_env: Env | None = None, ors: Any = None):
         if max_sessions < 1:
             raise GemError(f"max_sessions must be at least 1, got {max_sessions}.")
         if session_timeout is not None and not session_timeout > 0:
@@ -85,6 +85,7 @@ class EnvServer:
         self._executor = ThreadPoolExecutor(max_workers=max_sessions + 2, thread_name_prefix="gem-serve")
         self._template_env = template_env
         self._template_lock: asyncio.Lock | None = None
+        self.ors = ors  # a gem_serve.ors_server.OrsService, served on the routes OpenEnv's leave free
 
     @property
     def version(self) -> str:
@@ -110,7 +111,11 @@ class EnvServer:
         async def lifespan(app):
             reaper = asyncio.create_task(self._reap()) if self.session_timeout else None
             try:
-                yield
+                if self.ors is None:
+                    yield
+                else:
+                    async with self.ors.lifespan():
+                        yield
             finally:
                 if reaper is not None:
                     reaper.cancel()
@@ -137,6 +142,12 @@ class EnvServer:
         routes.append(Route("/openapi.json", self._guarded(self._openapi_json), methods=["GET"],
                             include_in_schema=False))
         routes += plain_mcp
+        if self.ors is not None:  # every other path is ORS's (gem_serve.ors_server)
+            from starlette.routing import Mount
+
+            from gem_serve.ors_server import guarded
+
+            routes.append(Mount("", app=guarded(self.ors.app, self._authorized)))
         return starlette.Starlette(routes=routes, lifespan=lifespan)
 
     def close(self) -> None:
@@ -147,6 +158,8 @@ class EnvServer:
         if self._template_env is not None:
             close_quietly(self._template_env)
             self._template_env = None
+        if self.ors is not None:
+            self.ors.close()
         self._executor.shutdown(wait=False, cancel_futures=True)
 
     # ---- sessions -----------------------------------------------------------------------
@@ -418,7 +431,8 @@ class EnvServer:
 
 
 SCHEMA = {
-    "action": {"title": "Action", "type": "object", "additionalProperties": False, "required": [protocol.ACTION_FIELD],
+    "action": {"title": "MessageAction", "type": "object", "additionalProperties": False,  # not "Action": verifiers'
+               "required": [protocol.ACTION_FIELD],  # openenv taskset takes an "Action" for MCP's generic one
                "properties": {protocol.ACTION_FIELD: {"type": "string", "description": "The action text"},
                               "metadata": {"type": "object"}}},
     "observation": {"title": "Observation", "type": "object",
@@ -460,15 +474,26 @@ async def _close(websocket, code: int, reason: str) -> None:
 
 
 def create_app(env_id: str, *, max_sessions: int = 64, session_timeout: float | None = None, token: str | None = None,
-               env_kwargs: dict[str, Any] | None = None):
+               env_kwargs: dict[str, Any] | None = None, ors_ids: list[str] | None = None,
+               ors_tasks: int | None = None):
     """The ASGI application serving ``env_id`` (what ``gem serve`` runs; an exported package's
-    ``server/app.py`` builds its ``app`` with it)."""
+    ``server/app.py`` builds its ``app`` with it); with ``ors_ids``, ORS serves those ids too
+    (:mod:`gem_serve.ors_server`, ``ors_tasks`` tasks per split)."""
     from gem_core.registry import spec
 
     first = make_servable(env_id, env_kwargs)
+    ors = None
+    if ors_ids:
+        from gem_serve.ors_server import TASKS, OrsService
+
+        try:
+            ors = OrsService(ors_ids, max_sessions=max_sessions, tasks=ors_tasks or TASKS)
+        except BaseException:
+            close_quietly(first)
+            raise
     server = EnvServer(partial(_make, env_id, env_kwargs), env_id, max_sessions=max_sessions,
                        session_timeout=session_timeout, token=token, description=spec(env_id).description,
-                       template_env=first)
+                       template_env=first, ors=ors)
     try:
         return server.app()
     except BaseException:
@@ -478,9 +503,10 @@ def create_app(env_id: str, *, max_sessions: int = 64, session_timeout: float | 
 
 def serve(env_id: str, *, host: str = "127.0.0.1", port: int = 8000, max_sessions: int = 64,
           session_timeout: float | None = None, token: str | None = None, log_level: str = "warning",
-          env_kwargs: dict[str, Any] | None = None, announce: Callable[[str], None] = print) -> None:
-    """Serve ``env_id`` until interrupted; ``announce`` gets the URL once the port is bound (port 0
-    picks a free one)."""
+          env_kwargs: dict[str, Any] | None = None, ors_ids: list[str] | None = None, ors_tasks: int | None = None,
+          announce: Callable[[str], None] = print) -> None:
+    """Serve ``env_id`` until interrupted (and ``ors_ids`` over ORS, see :func:`create_app`);
+    ``announce`` gets the URL once the port is bound (port 0 picks a free one)."""
     import socket
 
     uvicorn = load("uvicorn")
@@ -492,7 +518,7 @@ def serve(env_id: str, *, host: str = "127.0.0.1", port: int = 8000, max_session
         raise GemError(f"Cannot listen on {host}:{port}: {e}") from None
     try:
         app = create_app(env_id, max_sessions=max_sessions, session_timeout=session_timeout, token=token,
-                         env_kwargs=env_kwargs)
+                         env_kwargs=env_kwargs, ors_ids=ors_ids, ors_tasks=ors_tasks)
     except BaseException:
         sock.close()
         raise

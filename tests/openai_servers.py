@@ -93,7 +93,7 @@ class TransformersServer:
 
 class StubChatServer:
     """A ``/v1/chat/completions`` server whose answer to each request is ``answer(body)`` (default:
-    ``"SCORE: 10"``), after ``delay`` seconds. ``requests`` holds every request body, in order; with
+    ``"SCORE: 10"``), after ``delay`` seconds, streamed when the request asks for it. ``requests`` holds every request body, in order; with
     ``api_key``, a request without that bearer key gets OpenAI's 401."""
 
     def __init__(self, answer: Callable[[dict[str, Any]], Answer] | None = None, *, delay: float = 0.0,
@@ -170,8 +170,28 @@ class StubChatServer:
                     send_json(self, 404, {"error": {"message": "not found"}})
                     return
                 try:
-                    send_json(self, *stub._respond(body))
+                    status, payload = stub._respond(body)
+                    if body.get("stream") and status == 200:
+                        self._stream(payload)
+                    else:
+                        send_json(self, status, payload)
                 except (BrokenPipeError, ConnectionResetError):
                     pass  # the client gave up waiting
+
+            def _stream(self, completion: dict[str, Any]) -> None:
+                """``completion`` as server-sent chunks, as OpenAI streams (``"stream": true``)."""
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.send_header("Connection", "close")
+                self.end_headers()
+                head = {key: completion[key] for key in ("id", "created", "model")} | {"object": "chat.completion.chunk"}
+                choice = completion["choices"][0]
+                chunks = [{"choices": [{"index": 0, "delta": dict(choice["message"]), "finish_reason": None}]},
+                          {"choices": [{"index": 0, "delta": {}, "finish_reason": choice["finish_reason"]}]},
+                          {"choices": [], "usage": completion["usage"]}]
+                for chunk in chunks:
+                    self.wfile.write(b"data: " + json.dumps(head | chunk).encode() + b"\n\n")
+                self.wfile.write(b"data: [DONE]\n\n")
+                self.close_connection = True
 
         return Handler

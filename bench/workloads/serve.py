@@ -1,4 +1,4 @@
-"""Workload: gem serve against OpenEnv's own server, both serving GuessTheNumber to 1 and 32 sessions.
+"""Workload: gem serve (over OpenEnv and ORS) against OpenEnv's own server, serving GuessTheNumber to 1 and 32 sessions.
 
 Both servers run as processes on 127.0.0.1 and serve the same game logic (``game:GuessTheNumber-v0``):
 ``gem serve``, and OpenEnv 0.10's ``create_fastapi_app`` around an OpenEnv ``Environment`` that
@@ -9,7 +9,10 @@ from two sharing the sessions when N is even and the machine has two cores (so t
 is not what bounds the server), each playing episode after episode with pre-drawn guesses, and
 sends both servers the same messages;
 the two servers are measured in alternating rounds, so a shared machine's load weighs on both
-alike. Metrics per server and N: steps per second (all sessions together), the p50/p99
+alike. ``gem serve`` also serves the game over ORS (``--ors``, when ors-sdk is installed), driven
+with ors-sdk's own async client (``gem_serve_ors``): an episode is a session on a task, a step a
+call of the ``step`` tool (a POST answered with server-sent events). Metrics per server and N:
+steps per second (all sessions together; ORS's include opening a session per episode), the p50/p99
 latency of a step (send to reply) and the server process's CPU time per step (all its threads;
 unlike the others, hardly moved by the client's share of the machine), plus the steps-per-second
 ratio gem serve / OpenEnv.
@@ -22,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib.util
 import json
 import os
 import random
@@ -118,12 +122,15 @@ def start(command: list[str], quiet: bool = False) -> tuple[subprocess.Popen, st
 
 # ---- the client ---------------------------------------------------------------------------
 
-def drive(url: str, sessions: int, duration: float, seed: int, pool: ProcessPoolExecutor) -> tuple[int, list[float]]:
-    """Drive ``sessions`` sessions for ``duration`` seconds from the client processes of ``pool``
-    (as many as share the sessions evenly); (steps, step latencies + the longest wall time)."""
+def drive(url: str, sessions: int, duration: float, seed: int, pool: ProcessPoolExecutor,
+          protocol: str = "openenv") -> tuple[int, list[float]]:
+    """Drive ``sessions`` sessions of ``protocol`` (``openenv`` or ``ors``) for ``duration``
+    seconds from the client processes of ``pool`` (as many as share the sessions evenly); (steps,
+    step latencies + the longest wall time)."""
     processes = max(n for n in range(1, CLIENT_PROCESSES + 1) if sessions % n == 0)
     share = sessions // processes
-    runs = [pool.submit(_play, url, share, duration, seed, share * i) for i in range(processes)]
+    player = _play_ors if protocol == "ors" else _play
+    runs = [pool.submit(player, url, share, duration, seed, share * i) for i in range(processes)]
     count, latencies, wall = 0, [], 0.0
     for run in runs:
         steps, times = run.result()
@@ -167,6 +174,45 @@ async def play(url: str, sessions: int, duration: float, seed: int, first: int =
     return len(latencies), latencies + [time.perf_counter() - started]  # the wall time rides along
 
 
+def _play_ors(url: str, sessions: int, duration: float, seed: int, first: int) -> tuple[int, list[float]]:
+    return asyncio.run(play_ors(url, sessions, duration, seed, first))
+
+
+async def play_ors(url: str, sessions: int, duration: float, seed: int, first: int = 0) -> tuple[int, list[float]]:
+    """:func:`play` over ORS, with ors-sdk's own async client: each episode a session on a task
+    (opening it is not a step, but its time counts in the wall time); each step a call of the
+    ``step`` tool."""
+    from ors.client import AsyncORS
+
+    latencies: list[float] = []
+    deadline = time.perf_counter() + duration
+    client = AsyncORS(base_url=url)  # kept: its connections close when it is collected
+    environment = client.environment(GAME)
+    tasks = await environment.list_tasks("train")  # once, as a trainer would
+
+    async def session(index: int) -> None:
+        rng = random.Random(seed * 1000 + index)
+        episode = 0
+        while time.perf_counter() < deadline:
+            task = tasks[(seed * 1000 + index * 100 + episode) % len(tasks)]
+            episode += 1
+            async with environment.session(task=task) as ors_session:
+                await ors_session.get_prompt()
+                done = False
+                while not done and time.perf_counter() < deadline:
+                    start = time.perf_counter()
+                    output = await ors_session.call_tool("step", {"action": f"\\boxed{{{rng.randint(1, 20)}}}"})
+                    latencies.append(time.perf_counter() - start)
+                    done = output.finished
+
+    started = time.perf_counter()
+    try:
+        await asyncio.gather(*(session(i) for i in range(first, first + sessions)))
+    finally:
+        await environment.client.close()
+    return len(latencies), latencies + [time.perf_counter() - started]
+
+
 def main() -> None:
     parser = workload_parser(__doc__, "shorter rounds (about 20 s in all)")
     parser.add_argument("--openenv-server", action="store_true", help=argparse.SUPPRESS)
@@ -179,6 +225,9 @@ def main() -> None:
     if made.returncode != 0:
         raise SystemExit(f"OpenEnv's environment could not be made: {made.stderr[-2000:]}")
     openenv_python = made.stdout.strip()
+    ors = importlib.util.find_spec("ors") is not None  # gem serve over ORS too, with ors-sdk's client
+    if not ors:
+        print("ors-sdk is not installed (the ors extra): no ORS figures", file=sys.stderr, flush=True)
 
     rounds, duration = (2, 2.0) if args.quick else (4, 4.0)
     steps: dict[tuple[str, int], int] = {}
@@ -189,18 +238,22 @@ def main() -> None:
     pool = ProcessPoolExecutor(CLIENT_PROCESSES)
     try:
         servers["gem_serve"] = start([sys.executable, "-m", "gem_core.cli", "serve", GAME, "--port", "0",
-                                      "--max-sessions", str(max(SESSIONS))])
+                                      "--max-sessions", str(max(SESSIONS)), *(["--ors"] if ors else [])])
         # quiet: OpenEnv's server logs a traceback for every session a client closes
         servers["openenv_server"] = start([openenv_python, __file__, "--openenv-server"], quiet=True)
-        for name, (_, url) in servers.items():  # warm up: first connections, imports on first use, the pool
-            drive(url, 2 * CLIENT_PROCESSES, 0.5, 0, pool)
+        # what is measured: (name, server, protocol); gem serve's ORS is on the same server, another protocol
+        measured = [("gem_serve", "gem_serve", "openenv"), ("openenv_server", "openenv_server", "openenv")]
+        if ors:
+            measured.append(("gem_serve_ors", "gem_serve", "ors"))
+        for name, server, protocol in measured:  # warm up: first connections, imports on first use, the pool
+            drive(servers[server][1], 2 * CLIENT_PROCESSES, 0.5, 0, pool, protocol)
         for round_ in range(rounds):
-            order = list(servers) if round_ % 2 == 0 else list(servers)[::-1]
+            order = measured if round_ % 2 == 0 else measured[::-1]
             for sessions in SESSIONS:
-                for name in order:
-                    process, url = servers[name]
+                for name, server, protocol in order:
+                    process, url = servers[server]
                     before = cpu_seconds(process.pid)
-                    count, times = drive(url, sessions, duration, round_ + 1, pool)
+                    count, times = drive(url, sessions, duration, round_ + 1, pool, protocol)
                     key = (name, sessions)
                     cpu[key] = cpu.get(key, 0.0) + cpu_seconds(process.pid) - before
                     steps[key] = steps.get(key, 0) + count
@@ -223,6 +276,10 @@ def main() -> None:
     for sessions in SESSIONS:
         ratio = metrics[f"gem_serve_steps_per_s_{sessions}"]["value"] / metrics[f"openenv_server_steps_per_s_{sessions}"]["value"]
         metrics.add(f"speedup_vs_openenv_{sessions}", ratio, "x")
+        if ors:
+            ratio = (metrics[f"gem_serve_ors_steps_per_s_{sessions}"]["value"] /
+                     metrics[f"openenv_server_steps_per_s_{sessions}"]["value"])
+            metrics.add(f"ors_vs_openenv_server_{sessions}", ratio, "x")
     metrics.emit()
 
 if __name__ == "__main__":

@@ -118,7 +118,7 @@ class MCPTool(Tool):
         if block is None:
             return None
         start, end, inner = block
-        name, arguments, error = _read_call(inner)
+        name, arguments, error = read_call(inner)
         return ToolCall(self.name, (name, arguments), start, end, error)
 
     def execute(self, call: ToolCall) -> ToolOutput:
@@ -233,8 +233,9 @@ def _answer(text: str, success: bool, info: dict[str, Any]) -> ToolOutput:
     return ToolOutput(f"\n<tool_response>\n{text}\n</tool_response>\n", success, info)
 
 
-def _read_call(inner: str) -> tuple[str, dict[str, Any], str | None]:
-    """(tool name, arguments, error) from the inside of a ``<tool_call>`` block."""
+def read_call(inner: str) -> tuple[str, dict[str, Any], str | None]:
+    """(tool name, arguments, error) from the inside of a ``<tool_call>`` block: either
+    ``<tool_name>NAME</tool_name><arguments>{...}</arguments>`` or ``{"name": NAME, "arguments": {...}}``."""
     named = find_block(inner, "<tool_name>", "</tool_name>")
     if named is not None:
         name = named[2].strip()

@@ -62,17 +62,22 @@ def test_a_multi_agent_view_carries_its_seats_and_a_raw_multi_agent_env_is_refus
 
 
 def test_the_documented_serve_lines_run_as_written(openenv, tmp_path):
-    """The Serving page's commands and Python blocks, each against the server its port names; the
-    blocks that use OpenEnv's clients run in OpenEnv's environment."""
+    """The Serving page's commands and Python blocks, each against the server its port names (with
+    ``--ors`` where a line for that port has it); the blocks that use OpenEnv's clients run in
+    OpenEnv's environment, and the one that plays a verifiers environment is left to the verifiers
+    stage (tests/protocols/verifiers plays the same)."""
     page = (REPO / "docs" / "serving.md").read_text()
     bash = re.findall(r"```bash\n(.*?)```", page, re.S)
     serve_lines = [block.strip() for block in bash if block.startswith("gem serve ") and "\n" not in block.strip()]
     servers = {re.search(r"--port (\d+)", line).group(1): line.split()[2] for line in serve_lines}
     assert servers == {"8000": "game:GuessTheNumber-v0-easy", "8001": "math:Arithmetic-v0+Tool"}
+    over_ors = {re.search(r"--port (\d+)", line).group(1) for line in serve_lines if "--ors" in line.split()}
     blocks = re.findall(r"```python\n(.*?)```", page, re.S)
-    assert len(blocks) == 3
+    assert len(blocks) == 6
+    blocks = [block for block in blocks if "in the verifiers environment" not in block]
     outputs = []
-    with gem_serve(servers["8000"]) as (game, _), gem_serve(servers["8001"]) as (tools, _):
+    with gem_serve(servers["8000"], *(["--ors"] if "8000" in over_ors else [])) as (game, _), \
+            gem_serve(servers["8001"], *(["--ors"] if "8001" in over_ors else [])) as (tools, _):
         urls = {"8000": game, "8001": tools}
         for block in blocks:
             port = re.search(r"http://127.0.0.1:(\d+)", block).group(1)
@@ -95,5 +100,7 @@ def test_the_documented_serve_lines_run_as_written(openenv, tmp_path):
     assert outputs[0].startswith(first_observation) and "you guessed 5" in outputs[0]
     assert outputs[1].startswith(gem_core.make(servers["8001"]).reset(seed=0)[0])
     assert "['step', 'python']" in outputs[1] and "Code execution result: 42" in outputs[1]
+    assert "['train', 'test'] 1000 ['step']" in outputs[2] and first_observation in outputs[2]  # ORS's client
+    assert "you guessed 5" in outputs[2]
     reward, done = outputs[1].split()[-2:]
     assert float(reward) in (0.0, 1.0) and done == "True"
