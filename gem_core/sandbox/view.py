@@ -10,7 +10,7 @@ environment pack's data, a dataset's files and a grader's answer key are simply 
 whatever the install (editable, wheel, ``--user``, a virtual environment anywhere): opening one
 raises ``FileNotFoundError`` as for any missing file. GEM's cache folder and Hugging Face's are
 shown empty wherever they lie. Packages installed in editable mode are shown under their import
-names in :data:`VIEW_ROOT`, which ends the sandbox's ``sys.path``.
+names in :data:`~gem_core.sandbox.bubblewrap.VIEW_ROOT`, which ends the sandbox's ``sys.path``.
 
 The distributions' files are found by :mod:`gem_core.sandbox.packages_probe`, run once in the
 interpreter for each set of names (so ``python=`` may be any interpreter).
@@ -23,43 +23,20 @@ import json
 import os
 import subprocess
 from collections.abc import Sequence
-from dataclasses import dataclass
 from importlib import resources
 
-from gem_core.sandbox.bubblewrap import SYSTEM_DIRS, VIEW_ROOT, Interpreter, SandboxConfigError, is_under
+from gem_core.sandbox.bubblewrap import (  # noqa: F401 - PackageView: the view's type, importable from here
+    SYSTEM_DIRS,
+    Interpreter,
+    PackageView,
+    SandboxConfigError,
+    is_under,
+)
 
 #: The distributions a sandbox shows by default (each only where it is installed), with their
 #: dependencies: numeric, symbolic and graph computing and the containers programming problems use.
 DEFAULT_PACKAGES = ("numpy", "scipy", "sympy", "pandas", "networkx", "sortedcontainers")
 PROBE_TIMEOUT = 120.0
-
-
-@dataclass(frozen=True)
-class PackageView:
-    """The files of an interpreter a sandbox shows (host paths; see the module documentation).
-
-    ``packages`` are the distributions shown (``"name version"``), the requested ones and their
-    dependencies; ``site_dirs`` the folders of installed packages, shown empty but for ``shown``;
-    ``libraries`` the interpreter's folders shown whole (but for the site folders in them);
-    ``executable`` the interpreter's executable and the links to it, ``(path, target or None)``;
-    ``files`` other files it needs; ``aliases`` editable packages' folders, ``(path, name)``,
-    shown as ``VIEW_ROOT/name``; ``masked`` data caches shown empty."""
-
-    python: Interpreter
-    packages: tuple[str, ...]
-    sys_path: tuple[str, ...]
-    executable: tuple[tuple[str, str | None], ...]
-    files: tuple[str, ...]
-    libraries: tuple[str, ...]
-    site_dirs: tuple[str, ...]
-    shown: tuple[str, ...]
-    aliases: tuple[tuple[str, str], ...] = ()
-    masked: tuple[str, ...] = ()
-
-    @property
-    def sandbox_sys_path(self) -> tuple[str, ...]:
-        """``sys.path`` as the sandbox sees it."""
-        return tuple(self.python.inside(path) for path in self.sys_path) + ((VIEW_ROOT,) if self.aliases else ())
 
 
 def package_view(python: Interpreter, packages: Sequence[str] | None = None) -> PackageView:
