@@ -91,6 +91,23 @@ def _probe(executable: str, names: tuple[str, ...]) -> dict:
 
 def data_caches() -> tuple[str, ...]:
     """GEM's cache folder and Hugging Face's, as this process has them configured."""
+    from gem_core.cache import CACHE_ENV_VAR
+
+    # Asked at every call of the Python tool: worked out again only when what it depends on changes
+    # (a relative path is the working directory's).
+    try:
+        cwd = os.getcwd()
+    except OSError:  # the working directory was removed
+        cwd = None
+    return _data_caches(cwd, tuple(os.environ.get(name) for name in (CACHE_ENV_VAR, *_CACHE_VARIABLES)))
+
+
+_CACHE_VARIABLES = ("HOME", "XDG_CACHE_HOME", "HF_HOME", "HF_DATASETS_CACHE", "HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE",
+                    "TRANSFORMERS_CACHE")
+
+
+@functools.lru_cache(maxsize=8)
+def _data_caches(cwd: str | None, environment: tuple[str | None, ...]) -> tuple[str, ...]:
     from gem_core.cache import cache_dir
 
     home = os.path.expanduser("~")
