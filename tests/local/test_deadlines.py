@@ -76,6 +76,7 @@ def test_spares_start_more_episodes_than_a_step_trains_on(tiny_model_dir, tmp_pa
     ({"spares": -1}, "spares"),
     ({"spares": 1, "group_size": 2}, "whole groups"),
     ({"carry_over": "yes"}, "carry_over must be bool"),
+    ({"carry_over": True}, "give a deadline"),
 ])
 def test_bad_deadlines_and_spares_are_refused(tiny_model_dir, tmp_path, overrides, message):
     with pytest.raises(ConfigError, match=message):
