@@ -1,4 +1,4 @@
-"""GEM's serving wing: environments over the network, in OpenEnv's HTTP API, and the gateway
+"""GEM's serving wing: environments over the network, in OpenEnv's HTTP API (and ORS's), and the gateway
 that records what a model sampled for agent programs GEM does not run.
 
 A plugin like any other (:mod:`gem_serve.plugin`, entry point ``serve``): it registers the
@@ -16,6 +16,13 @@ hooks; the core and the adapters never import it.
   protocol (``gem serve`` or any OpenEnv environment server).
 * :mod:`gem_serve.protocol`: the WebSocket messages both sides exchange.
 * :mod:`gem_serve.plugin`: the registrations.
+
+The other protocols (docs/serving.md):
+
+* :mod:`gem_serve.ors_server`: GEM environments over ORS, the Open Reward Standard (``gem serve
+  --ors``), on ors-sdk's server classes; :mod:`gem_serve.ors_env`: ``ors:<name>`` environments,
+  played on any ORS server through ors-sdk's client;
+* :mod:`gem_serve.nemo_gym_server`: GEM environments as a NeMo Gym resources server.
 
 The gateway, :mod:`gem_serve.gateway` (``gem gateway``; docs/gateway.md):
 

@@ -39,7 +39,7 @@ def export(env_id: str, directory: str | Path) -> list[Path]:
     """Write the package of ``env_id`` into ``directory`` (new or empty); the files written."""
     from gem_core.registry import spec
     from gem_core.tools import actions
-    from gem_serve.server import make_servable
+    from gem_serve.sessions import make_servable
 
     target = Path(directory)
     if target.exists() and (not target.is_dir() or any(target.iterdir())):

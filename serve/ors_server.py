@@ -378,7 +378,7 @@ class OrsService:
         from functools import partial
 
         from gem_core.vector.calls import close_quietly
-        from gem_serve.server import _make, make_servable
+        from gem_serve.sessions import make_env, make_servable
 
         ors = load_ors()
         self.env_ids = list(env_ids)
@@ -393,7 +393,7 @@ class OrsService:
                 lowered[env_id.lower()] = env_id
                 template = make_servable(env_id, env_kwargs)
                 try:
-                    classes.append(environment_class(env_id, self.host, partial(_make, env_id, env_kwargs), template))
+                    classes.append(environment_class(env_id, self.host, partial(make_env, env_id, env_kwargs), template))
                 finally:
                     close_quietly(template)
             self.app = ors.Server(classes, return_errors="exception").app

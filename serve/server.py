@@ -50,7 +50,7 @@ from gem_core.errors import GemError, MissingDependencyError
 from gem_core.vector.calls import checked_reset, close_quietly
 from gem_serve import protocol
 from gem_serve.protocol import ProtocolError
-from gem_serve.sessions import Session
+from gem_serve.sessions import Session, make_env, make_servable
 
 logger = logging.getLogger("gem_serve")
 
@@ -491,7 +491,7 @@ def create_app(env_id: str, *, max_sessions: int = 64, session_timeout: float | 
         except BaseException:
             close_quietly(first)
             raise
-    server = EnvServer(partial(_make, env_id, env_kwargs), env_id, max_sessions=max_sessions,
+    server = EnvServer(partial(make_env, env_id, env_kwargs), env_id, max_sessions=max_sessions,
                        session_timeout=session_timeout, token=token, description=spec(env_id).description,
                        template_env=first, ors=ors)
     try:
@@ -527,22 +527,3 @@ def serve(env_id: str, *, host: str = "127.0.0.1", port: int = 8000, max_session
     gc.freeze()  # what is loaded by now lives as long as the server: the collector need not scan it
     announce(f"http://{f'[{host}]' if ipv6 else host}:{bound}")
     uvicorn.Server(config).run(sockets=[sock])
-
-
-def make_servable(env_id: str, env_kwargs: dict[str, Any] | None = None) -> Env:
-    """``make(env_id)``, checked to be servable: a wrong id or keyword fails here, and so does a
-    multi-agent environment (serve one of its single-agent views)."""
-    from gem_core.multiagent import MultiAgentEnv
-
-    env = _make(env_id, env_kwargs)
-    if isinstance(env, MultiAgentEnv):
-        env.close()
-        raise GemError(f"{env_id} is a multi-agent environment: serve one of its single-agent views instead "
-                       f"(the built-in games: {env_id}-vs-bot, {env_id}-selfplay).")
-    return env
-
-
-def _make(env_id: str, env_kwargs: dict[str, Any] | None) -> Env:
-    from gem_core.registry import make
-
-    return make(env_id, **(env_kwargs or {}))

@@ -19,6 +19,7 @@ from functools import partial
 from typing import Any
 
 from gem_core.core import Env
+from gem_core.errors import GemError
 from gem_core.vector.calls import checked_reset, checked_step, close_quietly
 from gem_core.vector.execution import AWAIT, INLINE, PROBE, Probe, concurrent_route
 from gem_serve import protocol
@@ -167,3 +168,23 @@ class Session:
                 self.executor.submit(close_quietly, env)
             except RuntimeError:  # the server is stopping and its threads with it
                 close_quietly(env)
+
+
+def make_servable(env_id: str, env_kwargs: dict[str, Any] | None = None) -> Env:
+    """``make(env_id)``, checked to be servable: a wrong id or keyword fails here, and so does a
+    multi-agent environment (serve one of its single-agent views)."""
+    from gem_core.multiagent import MultiAgentEnv
+
+    env = make_env(env_id, env_kwargs)
+    if isinstance(env, MultiAgentEnv):
+        env.close()
+        raise GemError(f"{env_id} is a multi-agent environment: serve one of its single-agent views instead "
+                       f"(the built-in games: {env_id}-vs-bot, {env_id}-selfplay).")
+    return env
+
+
+def make_env(env_id: str, env_kwargs: dict[str, Any] | None = None) -> Env:
+    """``make(env_id, **env_kwargs)``: a session's environment."""
+    from gem_core.registry import make
+
+    return make(env_id, **(env_kwargs or {}))

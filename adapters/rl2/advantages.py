@@ -68,7 +68,7 @@ def gem_advantages(estimator: str, config: Any, tensor_dict: dict[str, Any], cu_
     for row, (start, end) in zip(advantages, spans):
         out[start:end] = row[:(end - start) * width].view(end - start, width)[:, :-1].float()
     tensor_dict["advantages"] = out
-    from gem_adapters.rl2.rollout import failures_since
+    from gem_adapters.rl2.failures import failures_since
     from gem_core.episodes import FAILURE_KINDS
 
     kinds, total = failures_since(sum(failed)), max(len(spans), 1)

@@ -29,8 +29,8 @@ is how the failure reaches GEM's ``compute_advantages`` on rank 0
 ``action_mask`` to 0 (no token of it trains in RL2's actor). Its ``score`` is 0. Only GEM's
 estimator reads that mark: with RL2's own (no ``gem.estimator``) a failed episode is trained on
 with reward 0, as RL2 has no way to leave it out, and the file says so once (a warning). The
-failure's kind is kept for GEM's log line (:func:`failures_since`). RL2 generates on its own and
-calls ``step`` between its generations, so a deadline that passes while RL2 generates ends the
+failure's kind is kept for GEM's log line (:mod:`gem_adapters.rl2.failures`). RL2 generates on its
+own and calls ``step`` between its generations, so a deadline that passes while RL2 generates ends the
 episode at the next step; RL2 0.0.2 has no deadline of its own over a rollout.
 
 RL2 git HEAD replaced this hook with ``generate(config, tokenizer, router_url, sample)``, in which
@@ -49,6 +49,7 @@ from typing import Any
 from gem_adapters.common.chat import ChatFormat
 from gem_adapters.common.options import EpisodeOptions
 from gem_adapters.common.session import EnvSession
+from gem_adapters.rl2.failures import FAILURES
 from gem_core.errors import GemError
 
 logger = logging.getLogger("gem_adapters.rl2")
@@ -123,19 +124,7 @@ class GemEnvironment:
                 "done": outcome.done, "extra_info": extra_info}
 
 
-#: The kinds of the failures of the episodes played in this process, in order (see
-#: :func:`failures_since`).
-FAILURES: list[str] = []
 _warned = False  # that RL2's own estimator trains on failed episodes
-
-
-def failures_since(count: int) -> list[str]:
-    """The kinds of the latest ``count`` failures, forgetting every failure recorded so far. GEM's
-    ``compute_advantages`` calls it with the failed episodes of the batch it was given, which RL2
-    plays on rank 0 just before (an evaluation's failures, earlier, are dropped)."""
-    latest = FAILURES[len(FAILURES) - count:] if count else []
-    FAILURES.clear()
-    return latest
 
 
 def failed_reward() -> float:

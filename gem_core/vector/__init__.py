@@ -8,6 +8,7 @@ See :func:`make_vec` and :mod:`gem_core.vector.base` for autoreset modes, seeds 
   the slots at the same time.
 * :mod:`~gem_core.vector.execution`: where each slot's calls run, and the runner of a batch.
 * :mod:`~gem_core.vector.calls`: one slot's call, and the checks on what it returns.
+* :mod:`~gem_core.vector.starts`: start limits, how many heavy environments may start at once.
 * :mod:`~gem_core.vector.workers`: worker threads and the background event loop.
 * :mod:`~gem_core.vector.make`: :func:`make_vec`.
 * :mod:`~gem_core.vector.ray_env`: the Ray mode's driver; :mod:`~gem_core.vector.ray_host` its

@@ -15,6 +15,7 @@ backend (tests use a scripted one over HTTP).
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import threading
 from dataclasses import dataclass, field
@@ -68,7 +69,7 @@ class VLLMBackend:
         self.url = (root if root.endswith("/v1") else root + "/v1") + "/completions"
         self.model, self.timeout = model, timeout
         self.headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-        self.client: Any = None  # made on the event loop that first calls (an httpx client stays on its loop)
+        self.client: Any = None  # made on the event loop that first calls (an aiohttp session stays on its loop)
 
     async def generate(self, prompt_ids: list[int], sampling: Sampling) -> Sampled:
         body = {"model": self.model, "prompt": prompt_ids, "max_tokens": sampling.max_tokens,
@@ -107,27 +108,27 @@ class VLLMBackend:
                            "take the prompt as token ids unchanged (vLLM's /v1/completions does).")
 
     async def _post(self, body: dict[str, Any]) -> dict[str, Any]:
-        import httpx
+        import aiohttp  # several times less CPU per call than httpx's client, which was half the gateway's
 
         if self.client is None:
-            self.client = httpx.AsyncClient(timeout=self.timeout, headers=self.headers,
-                                            limits=httpx.Limits(max_connections=None))
+            self.client = aiohttp.ClientSession(headers=self.headers, timeout=aiohttp.ClientTimeout(total=self.timeout),
+                                                connector=aiohttp.TCPConnector(limit=0))
         try:
-            response = await self.client.post(self.url, json=body)
-        except httpx.HTTPError as e:
+            async with self.client.post(self.url, json=body) as response:
+                status, text = response.status, await response.text()
+        except (aiohttp.ClientError, asyncio.TimeoutError) as e:
             raise BackendError(f"The backend at {self.url} did not answer: {type(e).__name__}: {e}") from None
-        if response.status_code >= 400:
-            raise BackendError(f"The backend at {self.url} answered HTTP {response.status_code}: {response.text[:500]}",
-                               ) from None
+        if status >= 400:
+            raise BackendError(f"The backend at {self.url} answered HTTP {status}: {text[:500]}") from None
         try:
-            return response.json()
+            return json.loads(text)
         except ValueError:
             raise BackendError(f"The backend at {self.url} answered something that is not JSON.") from None
 
     async def aclose(self) -> None:
         client, self.client = self.client, None
         if client is not None:
-            await client.aclose()
+            await client.close()
 
 
 NO_IDS = ("the gateway needs vLLM's OpenAI server (vLLM 0.10.2 or later, started with `vllm serve MODEL`), whose "

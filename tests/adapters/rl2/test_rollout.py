@@ -174,7 +174,7 @@ def test_a_deadline_that_passes_while_rl2_generates_ends_the_episode_at_the_next
         tmp_path, rl2_rollout, smollm2_tokenizer, smollm2_tokenizer_dir):
     import asyncio
 
-    from gem_adapters.rl2 import advantages, rollout
+    from gem_adapters.rl2 import advantages, failures
 
     written = write_run(settings(tmp_path, smollm2_tokenizer_dir, episode_deadline=0.3))
     slow = ScriptedModel(smollm2_tokenizer)
@@ -191,7 +191,7 @@ def test_a_deadline_that_passes_while_rl2_generates_ends_the_episode_at_the_next
         advantages.uninstall()
     ends = turn_end_positions(tensor_dict["action_mask"][0])
     assert len(ends) == 2 and tensor_dict["rewards"][0][ends[-1]].isnan()
-    assert rollout.failures_since(1) == ["deadline"]
+    assert failures.failures_since(1) == ["deadline"]
 
 
 def test_an_episode_rl2_cuts_at_its_own_max_turns_closes_its_environment(tmp_path, rl2_rollout, smollm2_tokenizer,
