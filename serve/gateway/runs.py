@@ -111,11 +111,13 @@ class Harness:
         self.env_url = self.base_url + env_path
         self.threads = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="gem-agent")  # Python programs
 
-    async def play(self, agent: AgentProgram, seed: int | None) -> Episode:
-        """One episode of ``agent`` from ``seed`` (see the module documentation)."""
+    async def play(self, agent: AgentProgram, seed: int | None, *, sampling: dict[str, Any] | None = None,
+                   max_tokens: int | None = None) -> Episode:
+        """One episode of ``agent`` from ``seed`` (see the module documentation); ``sampling``
+        and ``max_tokens`` replace the gateway's for this episode's calls."""
         episode = Episode(env_id=self.env_server.env_id, seed=seed)
         env = await self.env_server.open_session()
-        chat = self.gateway.open()
+        chat = self.gateway.open(sampling=sampling, max_tokens=max_tokens)
         steps: list[tuple[int, dict[str, Any]]] = []  # (the call it follows, the step's observation data)
         env.step_listeners.append(lambda data: steps.append((len(chat.calls) - 1, data)))
         try:
@@ -245,6 +247,14 @@ async def play_all(harness: Harness, agent: AgentProgram, seeds: Sequence[int | 
         return episode
 
     return list(await asyncio.gather(*(one(seed) for seed in seeds)))
+
+
+def agent_program(spec: AgentProgram) -> AgentProgram:
+    """What ``spec`` names: a callable as it is, ``module:function`` as the callable it names, any
+    other string or list as a command."""
+    if isinstance(spec, str) and ":" in spec.split()[0] and " " not in spec.strip() and "/" not in spec:
+        return python_program(spec)
+    return spec
 
 
 def python_program(spec: str) -> Callable[[Task], Any]:
