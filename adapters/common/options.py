@@ -78,6 +78,38 @@ class EpisodeOptions:
                 "episode_deadline": self.episode_deadline}
 
 
+#: The keys of the ``gem_agent`` section.
+AGENT_KEYS = ("program", "timeout")
+AGENT_TIMEOUT = 600.0
+
+
+@dataclass(frozen=True)
+class AgentOptions:
+    """Validated contents of the ``gem_agent`` config section: the agent program an adapter's
+    ``gem_agent`` loop runs per episode (``module:function`` or a command) and how long a run may
+    take (seconds)."""
+
+    program: Any
+    timeout: float = AGENT_TIMEOUT
+
+    @classmethod
+    def from_config(cls, section: Mapping[str, Any] | None) -> AgentOptions:
+        section = dict(section or {})
+        unknown = sorted(set(section) - set(AGENT_KEYS))
+        if unknown:
+            raise GemError(f"Unknown key(s) {', '.join(map(repr, unknown))} in the `gem_agent` section; the accepted keys are {AGENT_KEYS[0]!r} and {AGENT_KEYS[1]!r}.")
+        program = section.get("program")
+        if isinstance(program, str):
+            program = program.strip()
+        elif program is not None:
+            program = [str(word) for word in program]  # a command as a list (OmegaConf's ListConfig)
+        if not program:
+            raise GemError("The gem_agent loop needs gem_agent.program: 'module:function' or a command "
+                           "(`gem verl config --agent PROGRAM` writes it).")
+        timeout = parse_deadline(section.get("timeout", AGENT_TIMEOUT), "gem_agent.timeout")
+        return cls(program, AGENT_TIMEOUT if timeout is None else timeout)
+
+
 def parse_wrappers(value: Any, *, history_in_context: bool = True) -> tuple[str, ...]:
     """Wrapper names from a comma string or a list; each must be registered with GEM and, when the
     library keeps the conversation in the model's context (``history_in_context``), must not
