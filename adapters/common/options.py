@@ -18,6 +18,10 @@ time together: past it the episode ends failed (kind ``"deadline"``), its enviro
 (a sandbox it runs dies with it) and the next episode gets a fresh one (see
 :mod:`gem_adapters.common.session`).
 
+An adapter's ``gem_agent`` loop (verl's, :mod:`gem_adapters.verl.harness`) reads a section of its
+own, ``gem_agent`` (:class:`AgentOptions`): ``program`` (``module:function`` or a command) and
+``timeout`` (seconds a run may take, 600 by default).
+
 ``env_pool`` takes the options of :class:`gem_core.vector.ray_pool.RayPool` (``address``,
 ``hosts``, ``slots_per_host``, ``resource``, ``name``, ``start_timeout``, ``call_timeout``); its
 ``name`` defaults to ``"gem"``, so that every rollout worker leases slots from one shared pool.

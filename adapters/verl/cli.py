@@ -12,8 +12,9 @@ def verl() -> None:
     """Train on GEM environments with verl.
 
     `gem verl config` writes a verl config and its datasets, and prints the native command
-    (python -m verl.trainer.main_ppo ...) that trains with them. verl finds GEM's `gem` agent loop
-    and its advantage estimators (`rebn`, `gem_<name>`) through its plugin entry point.
+    (python -m verl.trainer.main_ppo ...) that trains with them. verl finds GEM's agent loops
+    (`gem`, and `gem_agent` for an external agent program) and its advantage estimators (`rebn`,
+    `gem_<name>`) through its plugin entry point.
     """
 
 
