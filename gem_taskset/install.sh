@@ -10,5 +10,5 @@ pip install -c locks/verifiers.txt -e ".[verifiers]"
 # --8<-- [end:install]
 # --8<-- [start:tests]
 pip install -c locks/verifiers.txt "verifiers[openenv]==0.4.0" starlette uvicorn websockets pyyaml   # for the tests: verifiers' openenv taskset against gem serve
-pip install -c locks/verifiers.txt pytest pytest-timeout   # for the tests
+pip install -c locks/verifiers.txt pytest pytest-timeout sybil   # for the tests (sybil: the documented examples)
 # --8<-- [end:tests]

@@ -9,5 +9,5 @@ cd "$(dirname "$0")/.."
 pip install -c locks/nemo_gym.txt -e ".[nemo-gym]"
 # --8<-- [end:install]
 # --8<-- [start:tests]
-pip install -c locks/nemo_gym.txt httpx pyyaml pytest pytest-timeout   # for the tests
+pip install -c locks/nemo_gym.txt httpx pyyaml pytest pytest-timeout sybil   # for the tests
 # --8<-- [end:tests]

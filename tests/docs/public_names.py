@@ -52,12 +52,16 @@ def public_modules() -> dict[str, Path]:
             for module, path in modules(folder, name) if declares_all(path)}
 
 
+#: Top-level packages beside the adapters that only a stage of their own can import.
+OWNED_BY_STAGE = {"gem_taskset": ("verifiers",)}
+
+
 def owners(module: str, adapter_of: dict[str, str]) -> tuple[str, ...]:
     """The stages that own ``module``; ``adapter_of`` maps each adapter stage to its adapter."""
     parts = module.split(".")
     if parts[0] == "gem_adapters" and len(parts) > 1 and parts[1] in adapter_of.values():
         return tuple(stage for stage, adapter in adapter_of.items() if adapter == parts[1])
-    return ("core",)
+    return OWNED_BY_STAGE.get(parts[0], ("core",))
 
 
 def check(module: str) -> list[str]:
