@@ -58,6 +58,21 @@ from gem_serve.gateway.backends import BackendError, Sampled, Sampling
 
 logger = logging.getLogger("gem_adapters.verl")
 
+#: The server's fields verl reads back from every row (the weight versions its answers came from).
+VERSION_FIELDS = ("global_steps", "min_global_steps", "max_global_steps")
+
+
+def weight_versions(episode: Episode, latest: dict[str, Any]) -> dict[str, Any]:
+    """``min_global_steps`` and ``max_global_steps`` of the episode's calls, as verl's server
+    manager reports them for each (``latest``, the backend's latest, for an episode without one)."""
+    found = [turn.info["backend"] for turn in episode.turns if turn.info.get("backend")]
+    lows = [f["min_global_steps"] for f in found if f.get("min_global_steps") is not None]
+    highs = [f["max_global_steps"] for f in found if f.get("max_global_steps") is not None]
+    if not lows and not highs:
+        return {key: latest[key] for key in ("min_global_steps", "max_global_steps") if key in latest}
+    return {"min_global_steps": min(lows or highs), "max_global_steps": max(highs or lows)}
+
+
 class ServerManagerBackend:
     """A gateway backend over verl's server manager (``generate(request_id, prompt_ids=...,
     sampling_params=...)``), called on ``loop``, the agent-loop worker's event loop, wherever the
@@ -66,6 +81,7 @@ class ServerManagerBackend:
 
     def __init__(self, server_manager: Any, loop: asyncio.AbstractEventLoop, stop_ids: set[int]):
         self.server_manager, self.loop, self.stop_ids = server_manager, loop, stop_ids
+        self.latest: dict[str, Any] = {}  # the weight versions of the latest answer (a call's Sampled.fields)
 
     async def check(self) -> None:
         return None  # verl's own servers take and return token ids
@@ -88,7 +104,9 @@ class ServerManagerBackend:
             raise BackendError(f"verl's rollout server returned {len(ids)} token ids but {len(logprobs)} "
                                "log-probabilities.")
         stopped = bool(ids) and ids[-1] in self.stop_ids
-        return Sampled(ids, logprobs, "stop" if stopped or len(ids) < sampling.max_tokens else "length")
+        fields = {key: value for key, value in (output.extra_fields or {}).items() if key in VERSION_FIELDS}
+        self.latest = fields or self.latest
+        return Sampled(ids, logprobs, "stop" if stopped or len(ids) < sampling.max_tokens else "length", fields)
 
 
 class HarnessService:
@@ -166,6 +184,7 @@ class GemHarnessLoop(AgentLoopBase):
         env_id, seed = episode_source(kwargs)
         sampling = {key: value for key, value in sampling_params.items() if key != "max_tokens"}
         service = await asyncio.get_running_loop().run_in_executor(None, self.service, env_id)
+        self.backend: ServerManagerBackend = service.gateway.backend
         episode = await service.play(seed, sampling, self.max_tokens)
         logprobs = bool(sampling_params.get("logprobs"))
         if episode.valid:
@@ -215,8 +234,8 @@ class GemHarnessLoop(AgentLoopBase):
         logger.info("GEM agent episode %s seed %s: %d calls, %d trained; %d of %d response ids sampled",
                     episode.env_id, episode.seed, len(episode.turns), len(turns), sum(mask), len(mask))
         stop = episode.outcome if kept == len(segment.turns) else "response_length"
-        extra = {"turn_scores": rewards, "gem_stop": stop, "gem_failure": None, "gem_segments": len(found),
-                 "reward_extra_info": self.metrics(episode)}
+        extra = {**weight_versions(episode, self.backend.latest), "turn_scores": rewards, "gem_stop": stop,
+                 "gem_failure": None, "gem_segments": len(found), "reward_extra_info": self.metrics(episode)}
         return GemAgentLoopOutput(
             prompt_ids=segment.ids[:split], response_ids=segment.ids[split:end], response_mask=mask,
             response_logprobs=segment.logprobs[split:end] if logprobs else None,
@@ -228,8 +247,8 @@ class GemHarnessLoop(AgentLoopBase):
         failure = episode.failure
         prompt = await self.ct_build_initial_tokens(
             [{"role": "user", "content": f"The episode failed ({failure.kind}: {failure.error[:200]})."}])
-        extra = {"turn_scores": [], "gem_stop": "failed", "gem_failure": dataclasses.asdict(failure),
-                 "gem_segments": 0, "reward_extra_info": self.metrics(episode)}
+        extra = {**weight_versions(episode, self.backend.latest), "turn_scores": [], "gem_stop": "failed",
+                 "gem_failure": dataclasses.asdict(failure), "gem_segments": 0, "reward_extra_info": self.metrics(episode)}
         return GemAgentLoopOutput(prompt_ids=list(prompt)[-self.prompt_length:],
                                   response_ids=[self.tokenizer.eos_token_id], response_mask=[0],
                                   response_logprobs=[0.0] if logprobs else None, reward_score=0.0, turn_rewards=[], num_turns=1,

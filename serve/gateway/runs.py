@@ -17,7 +17,8 @@ observation), ``GEM_ENV_ID`` and ``GEM_SEED``.
 The episode has one turn per model call, in order: its observation the JSON list of the messages
 the call added (all of them where it opened a segment), its action the answer's text, its
 ``info["sampled"]`` the call's tokens (:mod:`gem_core.sampled`), ``info["steps"]`` the
-environment steps its answer led to, and its reward their rewards' sum (a step is credited to
+environment steps its answer led to (``info["backend"]``: what the backend said of the call
+besides, where it said anything), and its reward their rewards' sum (a step is credited to
 the latest call before it). The last turn is marked terminated or truncated as the environment
 ended the episode; ``final_observation`` is the environment's last.
 
@@ -193,7 +194,7 @@ def record(episode: Episode, chat: GatewaySession, steps: list[tuple[int, dict[s
         episode.turns.append(Turn(
             json.dumps(call.messages, ensure_ascii=False), action, float(sum(float(d["reward"] or 0.0) for d in taken)),
             info={INFO_KEY: call.sampled.to_info(), "finish_reason": call.finish_reason,
-                  "steps": [_step_summary(d) for d in taken]}))
+                  "steps": [_step_summary(d) for d in taken], **({"backend": call.backend} if call.backend else {})}))
     ended = [data for _, data in steps if data["done"]]
     if ended and episode.turns:
         metadata = ended[-1]["observation"]["metadata"]

@@ -59,6 +59,7 @@ class Call:
     finish_reason: str
     started: float
     seconds: float
+    backend: dict[str, Any] = field(default_factory=dict)  # what the backend said besides (Sampled.fields)
 
     def to_dict(self) -> dict[str, Any]:
         return {**asdict(self), "sampled": self.sampled.to_info()}
@@ -193,7 +194,8 @@ class Gateway:
         session.chain.advance(prompt, request.messages, request.tools, sampled.ids, answered)
         session.calls.append(Call(prompt.rendered, SampledCall(prompt.ids, list(sampled.ids), sampled.logprobs,
                                                                 prompt.segment, prompt.reason),
-                                  answer.message(), answer.finish_reason, started, time.perf_counter() - clock))
+                                  answer.message(), answer.finish_reason, started, time.perf_counter() - clock,
+                                  dict(sampled.fields)))
         return answer
 
     # ---- the application ----------------------------------------------------------------

@@ -112,6 +112,8 @@ def test_the_programs_episode_trains_exactly_the_sampled_ids(tmp_path, chat_toke
     scores = output.as_dict()["rm_scores"]
     assert [float(scores[b - 1]) for _, b in spans] == pytest.approx(rewards)
     assert all(call["sampling_params"]["max_tokens"] <= 128 for call in server.calls)
+    # the weight versions verl reads from every row: those the server gave the episode's calls
+    assert (output.extra_fields["min_global_steps"], output.extra_fields["max_global_steps"]) == (3, 3 + len(server.calls))
 
 
 @pytest.mark.parametrize("program, kind", [(crashes, "harness"), (hangs, "deadline")])
