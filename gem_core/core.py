@@ -13,7 +13,6 @@ from __future__ import annotations
 import copy
 import functools
 import random
-import secrets
 import sys
 import warnings
 from collections.abc import Callable, Iterator
@@ -126,7 +125,8 @@ class BaseEnv:
         return generator
 
     def _seed_generators(self, seed: int | None) -> None:
-        self._seed = secrets.randbits(64) if seed is None else int(seed)
+        # what secrets.randbits does, without importing secrets (which loads hashlib and OpenSSL)
+        self._seed = random.SystemRandom().getrandbits(64) if seed is None else int(seed)
         self._rng = random.Random(self._seed)
         self._np_rng = None  # made on first use, from the same seed
         self._action_rng = None  # likewise

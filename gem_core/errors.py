@@ -7,7 +7,6 @@ without a traceback.
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -146,6 +145,8 @@ NO_DEFAULT = _NoDefault()
 
 def closest_names(name: str, known: Iterable[str], n: int = 3) -> list[str]:
     """The registered names most similar to ``name``, best first (case-insensitive)."""
+    import difflib  # only when a name is unknown: not at every import
+
     known = list(known)
     by_lower = {k.lower(): k for k in known}
     matches = difflib.get_close_matches(name.lower(), list(by_lower), n=n, cutoff=0.6)

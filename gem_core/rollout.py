@@ -135,6 +135,7 @@ def collect_episodes(vec_env: Any, policy: Policy, num_episodes: int, *, seed: i
                          policy_version, _ResetPolicy(max_reset_failures, reset_backoff, max_reset_failure_share),
                          progress, on_episode, replay_lost)
     streaming = callable(getattr(policy, "stream_actions", None))
+    accepted = _accepted(policy.stream_actions if streaming else policy)
     steps = _collect(vec_env, settings, streaming=streaming)
     result: Any = None
     try:
@@ -149,13 +150,13 @@ def collect_episodes(vec_env: Any, policy: Policy, num_episodes: int, *, seed: i
             elif kind == "finished":
                 result = vec_env.finished(payload)
             elif kind == "act":
-                result = _act_streaming(vec_env, policy, *payload)
+                result = _act_streaming(vec_env, policy, accepted, *payload)
             elif kind == "sleep":
                 time.sleep(payload)
                 result = None
             else:
                 asked, timeout = payload
-                result = _ask(policy, *asked)
+                result = _ask(policy, accepted, *asked)
                 if inspect.isawaitable(result):
                     result = _bounded(vec_env, result, timeout)
     except StopIteration as stop:
@@ -177,6 +178,7 @@ async def acollect_episodes(vec_env: Any, policy: Policy, num_episodes: int, *,
                          policy_version, _ResetPolicy(max_reset_failures, reset_backoff, max_reset_failure_share),
                          progress, on_episode, replay_lost)
     steps = _collect(vec_env, settings)
+    accepted = _accepted(policy)
     result: Any = None
     try:
         while True:
@@ -194,7 +196,7 @@ async def acollect_episodes(vec_env: Any, policy: Policy, num_episodes: int, *,
                 result = None
             else:
                 asked, timeout = payload
-                result = _ask(policy, *asked)
+                result = _ask(policy, accepted, *asked)
                 if inspect.isawaitable(result):
                     try:
                         result = await asyncio.wait_for(_awaited(result), timeout)
@@ -204,18 +206,24 @@ async def acollect_episodes(vec_env: Any, policy: Policy, num_episodes: int, *,
         return stop.value
 
 
-def _ask(policy: Policy, observations: list[str], infos: list[dict[str, Any]], episodes: list[Episode]) -> Any:
-    """``policy(observations)``, with ``infos=`` and ``episodes=`` for a policy that takes them."""
-    return policy(observations, **_keywords(policy, infos, episodes))
+def _ask(policy: Policy, accepted: frozenset[str], observations: list[str], infos: list[dict[str, Any]],
+         episodes: list[Episode]) -> Any:
+    """``policy(observations)``, with ``infos=`` and ``episodes=`` where ``accepted`` has them."""
+    return policy(observations, **_keywords(accepted, infos, episodes))
 
 
-def _keywords(function: Any, infos: list[dict[str, Any]], episodes: list[Episode]) -> dict[str, Any]:
-    """``infos`` and ``episodes`` as keywords, those that ``function`` takes."""
+def _accepted(function: Any) -> frozenset[str]:
+    """Which of the keywords ``infos`` and ``episodes`` ``function`` takes."""
     try:
         parameters = inspect.signature(function).parameters
     except (TypeError, ValueError):
-        parameters = {}  # type: ignore[assignment]
-    return {name: value for name, value in (("infos", infos), ("episodes", episodes)) if name in parameters}
+        return frozenset()
+    return frozenset(name for name in ("infos", "episodes") if name in parameters)
+
+
+def _keywords(accepted: frozenset[str], infos: list[dict[str, Any]], episodes: list[Episode]) -> dict[str, Any]:
+    """``infos`` and ``episodes`` as keywords, those in ``accepted``."""
+    return {name: value for name, value in (("infos", infos), ("episodes", episodes)) if name in accepted}
 
 
 async def _awaited(awaitable: Awaitable[Any]) -> Any:
@@ -238,7 +246,8 @@ def _bounded(vec_env: Any, awaitable: Awaitable[Any], timeout: float | None) -> 
         return _TIMED_OUT
 
 
-def _act_streaming(vec_env: Any, policy: Any, observations: list[str], infos: list[dict[str, Any]],
+def _act_streaming(vec_env: Any, policy: Any, accepted: frozenset[str], observations: list[str],
+                   infos: list[dict[str, Any]],
                    episodes: list[Episode], slots: list[int], time_left: list[float | None] | None,
                    in_flight: bool) -> tuple[list[str], tuple[Any, ...] | None]:
     """The actions of a streaming policy for ``slots``, each slot stepped as soon as its action
@@ -248,7 +257,7 @@ def _act_streaming(vec_env: Any, policy: Any, observations: list[str], infos: li
 
     actions: list[Any] = [None] * len(slots)
     rows: list[Any] = [None] * len(slots)
-    for positions, chunk in policy.stream_actions(observations, **_keywords(policy.stream_actions, infos, episodes)):
+    for positions, chunk in policy.stream_actions(observations, **_keywords(accepted, infos, episodes)):
         positions = list(positions)
         chunk = _checked_actions(chunk, len(positions))
         if not positions:
@@ -444,6 +453,8 @@ def _collect(vec_env: Any, s: _Settings, *, streaming: bool = False) -> Generato
     ledger = _Ledger(num_episodes + s.spares)
     carried: _Carried | None = vec_env.carried
     vec_env.carried = None
+    # whether calls get a time_left (carried episodes may keep deadlines of their own)
+    timed = s.episode_deadline is not None or (ends_at is not None and not keep_calls) or carried is not None
     if carried is not None:  # continue what the last collection left running, its clocks restarted
         for running in carried.running.values():
             if running.deadline is not None:
@@ -469,6 +480,8 @@ def _collect(vec_env: Any, s: _Settings, *, streaming: bool = False) -> Generato
         return min(limits) if limits else None
 
     def limits_of(slots: Sequence[int], now: float) -> list[float | None] | None:
+        if not timed:
+            return None
         limits = [time_left(slot, now) for slot in slots]
         return None if all(limit is None for limit in limits) else limits
 
@@ -537,6 +550,8 @@ def _collect(vec_env: Any, s: _Settings, *, streaming: bool = False) -> Generato
     def expire(now: float, bar: Any) -> None:
         """Fail the episodes past their deadline that are not in a call (waiting for the policy,
         or holding an action not stepped yet)."""
+        if s.episode_deadline is None and carried is None:  # no episode has a deadline
+            return
         for slot in [slot for slot, r in ledger.running.items()
                      if slot not in ledger.stepping and r.deadline is not None and r.deadline <= now]:
             fail_idle(slot, f"the episode ran past its deadline ({s.episode_deadline:g} s)", bar)
@@ -589,7 +604,8 @@ def _collect(vec_env: Any, s: _Settings, *, streaming: bool = False) -> Generato
                 cut_off.append(slot)
         else:
             running.observation, running.info = observation, turn_info
-            running.ready_at = time.monotonic()
+            if in_flight:  # only the hold for more ready episodes reads it
+                running.ready_at = time.monotonic()
 
     def handle(rows: Sequence[tuple[int, Any]], bar: Any, cut_off: list[int]) -> None:
         for slot, row in rows:

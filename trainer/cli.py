@@ -69,13 +69,16 @@ def _train_options(f: Any) -> Any:
                           "closed and replaced (default: no limit)."),
         click.option("--deadline", type=float, metavar="SECONDS",
                      help="Give each step's collection at most this many seconds: the episodes still running then "
-                          "end failed, or continue in the next step with --carry-over (default: no limit)."),
+                          "end failed (not trained on, counted against --max-failed-share; mostly long, hard "
+                          "ones), or continue in the next step with --carry-over (default: no limit)."),
         click.option("--carry-over/--no-carry-over", default=None,
-                     help="Episodes still running at --deadline continue in the next step (trained once, in the "
-                          "step where they end) instead of failing (default off)."),
+                     help="Episodes still running at --deadline (or beyond --spares) continue in the next step "
+                          "(trained once, in the step where they end) instead of failing or being dropped; needs "
+                          "--deadline or --spares (default off)."),
         click.option("--spares", type=int, metavar="N",
                      help="Start N more episodes per step (whole groups) and train on the first "
-                          "--episodes-per-step to end; this favours short episodes (default 0)."),
+                          "--episodes-per-step to end, dropping the others (or carrying them over with "
+                          "--carry-over); this favours short episodes (default 0)."),
         _report_to_option(),
         *_ray_options(),
         click.option("--agent", metavar="PROGRAM",

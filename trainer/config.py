@@ -156,6 +156,9 @@ def validate(config: TrainConfig) -> None:
         value = getattr(config, name)
         if value is not None and not (math.isfinite(value) and value > 0):
             raise ConfigError(f"{name} must be a positive number of seconds, got {value}.")
+    if config.carry_over and config.deadline is None and not config.spares:
+        raise ConfigError("carry_over keeps the episodes still running at the deadline or beyond the spares: "
+                          "give a deadline (or spares) with it, or drop it.")
     if config.spares < 0 or config.spares % config.group_size:
         raise ConfigError(f"spares must be 0 or more whole groups of group_size ({config.group_size}) episodes, "
                           f"got {config.spares}.")

@@ -10,7 +10,7 @@ appear under ``/run/gem-host`` instead, so the sandbox's ``/tmp`` stays private 
 bwrap's own init is pid 1: when the program exits (or bwrap is killed) every process it left
 behind is killed with the pid namespace.
 
-With a :class:`~gem_core.sandbox.view.PackageView` (the Python tool, the code environments'
+With a :class:`PackageView` (the Python tool, the code environments'
 candidates) the sandbox shows less of the interpreter: its executable and libraries, and of its
 installed packages only those the view names; every folder of installed packages, the system's
 included, is shown empty but for them (see :mod:`gem_core.sandbox.view`).
@@ -42,12 +42,8 @@ import sys
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from gem_core.errors import GemError
-
-if TYPE_CHECKING:
-    from gem_core.sandbox.view import PackageView
 
 #: Environment variable naming the bubblewrap executable (default: ``bwrap`` on ``PATH``).
 BWRAP_ENV_VAR = "GEM_BWRAP"
@@ -98,6 +94,35 @@ _PROBE = (
     "import json, sys; print(json.dumps({'path': sys.path, "
     "'prefixes': [sys.prefix, sys.exec_prefix, sys.base_prefix, sys.base_exec_prefix]}))"
 )
+
+
+@dataclass(frozen=True)
+class PackageView:
+    """The files of an interpreter a sandbox shows (host paths), as
+    :func:`gem_core.sandbox.view.package_view` finds them (see :mod:`gem_core.sandbox.view`).
+
+    ``packages`` are the distributions shown (``"name version"``), the requested ones and their
+    dependencies; ``site_dirs`` the folders of installed packages, shown empty but for ``shown``;
+    ``libraries`` the interpreter's folders shown whole (but for the site folders in them);
+    ``executable`` the interpreter's executable and the links to it, ``(path, target or None)``;
+    ``files`` other files it needs; ``aliases`` editable packages' folders, ``(path, name)``,
+    shown as ``VIEW_ROOT/name``; ``masked`` data caches shown empty."""
+
+    python: Interpreter
+    packages: tuple[str, ...]
+    sys_path: tuple[str, ...]
+    executable: tuple[tuple[str, str | None], ...]
+    files: tuple[str, ...]
+    libraries: tuple[str, ...]
+    site_dirs: tuple[str, ...]
+    shown: tuple[str, ...]
+    aliases: tuple[tuple[str, str], ...] = ()
+    masked: tuple[str, ...] = ()
+
+    @property
+    def sandbox_sys_path(self) -> tuple[str, ...]:
+        """``sys.path`` as the sandbox sees it."""
+        return tuple(self.python.inside(path) for path in self.sys_path) + ((VIEW_ROOT,) if self.aliases else ())
 
 
 @functools.lru_cache(maxsize=None)

@@ -10,7 +10,7 @@ environment pack's data, a dataset's files and a grader's answer key are simply 
 whatever the install (editable, wheel, ``--user``, a virtual environment anywhere): opening one
 raises ``FileNotFoundError`` as for any missing file. GEM's cache folder and Hugging Face's are
 shown empty wherever they lie. Packages installed in editable mode are shown under their import
-names in :data:`VIEW_ROOT`, which ends the sandbox's ``sys.path``.
+names in :data:`~gem_core.sandbox.bubblewrap.VIEW_ROOT`, which ends the sandbox's ``sys.path``.
 
 The distributions' files are found by :mod:`gem_core.sandbox.packages_probe`, run once in the
 interpreter for each set of names (so ``python=`` may be any interpreter).
@@ -23,43 +23,20 @@ import json
 import os
 import subprocess
 from collections.abc import Sequence
-from dataclasses import dataclass
 from importlib import resources
 
-from gem_core.sandbox.bubblewrap import SYSTEM_DIRS, VIEW_ROOT, Interpreter, SandboxConfigError, is_under
+from gem_core.sandbox.bubblewrap import (  # noqa: F401 - PackageView: the view's type, importable from here
+    SYSTEM_DIRS,
+    Interpreter,
+    PackageView,
+    SandboxConfigError,
+    is_under,
+)
 
 #: The distributions a sandbox shows by default (each only where it is installed), with their
 #: dependencies: numeric, symbolic and graph computing and the containers programming problems use.
 DEFAULT_PACKAGES = ("numpy", "scipy", "sympy", "pandas", "networkx", "sortedcontainers")
 PROBE_TIMEOUT = 120.0
-
-
-@dataclass(frozen=True)
-class PackageView:
-    """The files of an interpreter a sandbox shows (host paths; see the module documentation).
-
-    ``packages`` are the distributions shown (``"name version"``), the requested ones and their
-    dependencies; ``site_dirs`` the folders of installed packages, shown empty but for ``shown``;
-    ``libraries`` the interpreter's folders shown whole (but for the site folders in them);
-    ``executable`` the interpreter's executable and the links to it, ``(path, target or None)``;
-    ``files`` other files it needs; ``aliases`` editable packages' folders, ``(path, name)``,
-    shown as ``VIEW_ROOT/name``; ``masked`` data caches shown empty."""
-
-    python: Interpreter
-    packages: tuple[str, ...]
-    sys_path: tuple[str, ...]
-    executable: tuple[tuple[str, str | None], ...]
-    files: tuple[str, ...]
-    libraries: tuple[str, ...]
-    site_dirs: tuple[str, ...]
-    shown: tuple[str, ...]
-    aliases: tuple[tuple[str, str], ...] = ()
-    masked: tuple[str, ...] = ()
-
-    @property
-    def sandbox_sys_path(self) -> tuple[str, ...]:
-        """``sys.path`` as the sandbox sees it."""
-        return tuple(self.python.inside(path) for path in self.sys_path) + ((VIEW_ROOT,) if self.aliases else ())
 
 
 def package_view(python: Interpreter, packages: Sequence[str] | None = None) -> PackageView:
@@ -114,6 +91,23 @@ def _probe(executable: str, names: tuple[str, ...]) -> dict:
 
 def data_caches() -> tuple[str, ...]:
     """GEM's cache folder and Hugging Face's, as this process has them configured."""
+    from gem_core.cache import CACHE_ENV_VAR
+
+    # Asked at every call of the Python tool: worked out again only when what it depends on changes
+    # (a relative path is the working directory's).
+    try:
+        cwd = os.getcwd()
+    except OSError:  # the working directory was removed
+        cwd = None
+    return _data_caches(cwd, tuple(os.environ.get(name) for name in (CACHE_ENV_VAR, *_CACHE_VARIABLES)))
+
+
+_CACHE_VARIABLES = ("HOME", "XDG_CACHE_HOME", "HF_HOME", "HF_DATASETS_CACHE", "HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE",
+                    "TRANSFORMERS_CACHE")
+
+
+@functools.lru_cache(maxsize=8)
+def _data_caches(cwd: str | None, environment: tuple[str | None, ...]) -> tuple[str, ...]:
     from gem_core.cache import cache_dir
 
     home = os.path.expanduser("~")

@@ -271,7 +271,7 @@ class VectorEnv:
                 continue
             self._give_up_call(call)
             if call.timed_out:
-                self._fault(call)
+                self._fault(call, cancelled=True)
 
     def retire(self, indices: Sequence[int]) -> None:
         """Close the environments of ``indices`` (idle slots: no call in flight) and replace each
@@ -590,9 +590,10 @@ class VectorEnv:
         slot.needs_reset = False
         return observation, info
 
-    def _fault(self, call: Call) -> dict[str, Any] | None:
+    def _fault(self, call: Call, cancelled: bool = False) -> dict[str, Any] | None:
         """The fault report of a failed call (None if it succeeded); replaces the environment
-        when it cannot be trusted any more."""
+        when it cannot be trusted any more. ``cancelled``: the call was given up by
+        :meth:`cancel`, not at its limit."""
         if not call.timed_out and call.error is None:
             return None
         slot = self._slots[call.slot]
@@ -603,9 +604,13 @@ class VectorEnv:
             env, slot.env = slot.env, None
             if env is not None and not call.env_closed:
                 (close_now if call.left_running else close_quietly)(env)
-            logger.warning("Slot %d (%s): %s ran past its %s (%.3g s); its episode ends and the "
-                           "environment is replaced.", slot.index, slot.env_id, call.phase,
-                           "step_timeout" if fault["kind"] == "timeout" else "deadline", call.limit_s or 0.0)
+            if cancelled:  # its caller no longer needs it (a spare, a collection that ended)
+                logger.info("Slot %d (%s): its %s was cancelled; the environment is replaced.",
+                            slot.index, slot.env_id, call.phase)
+            else:
+                logger.warning("Slot %d (%s): %s ran past its %s (%.3g s); its episode ends and the "
+                               "environment is replaced.", slot.index, slot.env_id, call.phase,
+                               "step_timeout" if fault["kind"] == "timeout" else "deadline", call.limit_s or 0.0)
         else:
             error, trace = describe_error(call.error)  # type: ignore[arg-type]
             kind = getattr(call.error, "failure_kind", "error")

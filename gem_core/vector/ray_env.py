@@ -182,11 +182,11 @@ class RayVectorEnv(VectorEnv):
             self._lose(*self._losses.pop(0))
         return super()._hand_over(calls)
 
-    def _fault(self, call: Call) -> dict[str, Any] | None:
+    def _fault(self, call: Call, cancelled: bool = False) -> dict[str, Any] | None:
         if not isinstance(call.error, _Reported):
             if call.timed_out:  # given up here, not by its host: build it afresh there
                 self._placed.discard(call.slot)
-            return super()._fault(call)
+            return super()._fault(call, cancelled)
         slot = self._slots[call.slot]
         slot.needs_reset = True
         fault = call.error.fault

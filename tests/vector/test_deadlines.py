@@ -6,6 +6,7 @@ call returned.
 """
 
 import asyncio
+import logging
 import math
 import threading
 import time
@@ -262,6 +263,16 @@ def test_spares_keep_the_first_episodes_to_end_and_reset_the_rest(mode):
         again = gem_core.collect_episodes(vec, echo, 5, seed=plan)  # the dropped ones' environments start afresh
     assert [e.num_turns for e in again] == [6, 1, 5, 2, 4] and all(e.valid for e in again)
     assert COUNTDOWN in {e.env_id for e in again}
+
+
+def test_a_spare_still_running_is_cancelled_without_a_warning(caplog):
+    ids = ["vector-test:Sleepy-v0"] + ["vector-test:Countdown-v0"] * 3
+    with make_vec(ids, mode="async", vec_kwargs=[{"delay": 1.0}, {}, {}, {}]) as vec:
+        with caplog.at_level(logging.INFO, logger="gem_core.vector"):
+            episodes = gem_core.collect_episodes(vec, echo, 3, spares=1, episode_deadline=30)
+    assert [e.env_id for e in episodes] == ["vector-test:Countdown-v0"] * 3 and all(e.valid for e in episodes)
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []
+    assert any("step was cancelled" in r.getMessage() for r in caplog.records)
 
 
 def test_spares_with_carry_over_continue_instead_of_being_dropped():

@@ -8,11 +8,14 @@ groups in turn.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
 from gem_core.episodes import Episode
 from gem_core.estimators import estimate
+from gem_core.estimators.dispatch import resolve
+from gem_core.estimators.validity import MIN_GROUP_SIZE
 from gem_core.multiagent import split_by_agent
 
 from gem_trainer.training.loss import Sample
@@ -54,12 +57,18 @@ def seat_advantages(episodes: Sequence[Episode], estimator: Any, *, gamma: float
     what its seat earned (:func:`~gem_core.multiagent.split_by_agent`); any other episode is its
     own one part. With ``group_size`` above 1, parts share a group when they share an environment,
     a seed and a seat (:func:`group_ids`). Failed episodes leave the estimator's statistics and
-    get advantage 0 (``valid``)."""
+    get advantage 0 (``valid``), and so does a group's lone member in the batch: its other members
+    failed, carried over to a later step or were spares left out, so it has nothing to be compared
+    with."""
     split = [split_by_agent(episode) for episode in episodes]
     parts = [part for seats in split for part in seats]
-    computed = iter(estimate(estimator, [p.rewards for p in parts], gamma=gamma,
-                             group_ids=group_ids(parts) if group_size > 1 else None,
-                             valid=[p.valid for p in parts]))
+    groups = group_ids(parts) if group_size > 1 else None
+    valid = [p.valid for p in parts]
+    needed = getattr(resolve(estimator)[1], MIN_GROUP_SIZE, 1)
+    if groups is not None and needed > 1:  # a group the step holds too few of is left out, not refused
+        members = Counter(group for group, ok in zip(groups, valid) if ok)
+        valid = [ok and members[group] >= needed for group, ok in zip(groups, valid)]
+    computed = iter(estimate(estimator, [p.rewards for p in parts], gamma=gamma, group_ids=groups, valid=valid))
     return [[(part, next(computed)) for part in seats] for seats in split]
 
 

@@ -372,7 +372,7 @@ class Trainer:
             "train_tokens_per_second": sum(len(s.prompt_ids) + len(s.completion_ids) for s in samples) / train_s
             if train_s else 0.0,
             "quarantined_slots": len(self.vec_env.quarantined),
-            "carried_episodes": len(self.vec_env.carried or ()),
+            "carried_episodes": len(getattr(self.vec_env, "carried", None) or ()),  # none with an agent program
             "updated": no_update is None,
             **({} if no_update is None else {"no_update": no_update}),
             "step_seconds": time.perf_counter() - started,

@@ -129,19 +129,16 @@ def test_the_estimator_needs_gamma():
         VerlEstimator("rebn")(data.batch["token_level_rewards"], data.batch["response_mask"])
 
 
-def test_agent_loop_outputs_through_verl_equal_core_rebn(run_config, chat_tokenizer):
-    """Episodes played by the agent loop, batched the way verl's v1 trainer pads them, then verl's
-    compute_advantage: every turn gets GEM's ReBN advantage of its episode."""
+def played_batch(run_config, chat_tokenizer, plays):
+    """The agent loop's outputs for ``plays`` (env id, seed, scripted answer), and the batch verl's v1
+    trainer pads them into: per-token rewards and response masks, one uid per row."""
     from verl import DataProto
 
     from tests.adapters.verl.conftest import ScriptedServer, make_agent_loop
-    from tests.adapters.verl.test_rollout import binary_search, row
+    from tests.adapters.verl.test_rollout import row
 
     outputs = []
-    for env_id, seed, answer in [("game:GuessTheNumber-v0-easy", 1, binary_search),
-                                 ("game:GuessTheNumber-v0-hard", 7, binary_search),
-                                 ("game:GuessTheNumber-v0-easy", 2, lambda prompt: "\\boxed{11}"),
-                                 ("testpack:Countdown-v0", 0, lambda prompt: "next")]:
+    for env_id, seed, answer in plays:
         server = ScriptedServer(chat_tokenizer, answer)
 
         async def go():
@@ -154,9 +151,21 @@ def test_agent_loop_outputs_through_verl_equal_core_rebn(run_config, chat_tokeni
     def pad(key):
         return torch.stack([torch.nn.functional.pad(o[key], (0, width - len(o[key]))) for o in outputs])
 
-    data = DataProto.from_dict(
-        tensors={"token_level_rewards": pad("rm_scores"), "response_mask": pad("response_mask")},
-        non_tensors={"uid": np.array(["u0", "u1", "u2", "u3"], dtype=object)})
+    data = DataProto.from_dict(tensors={"token_level_rewards": pad("rm_scores"), "response_mask": pad("response_mask")},
+                               non_tensors={"uid": np.array([f"u{i}" for i in range(len(outputs))], dtype=object)})
+    return outputs, data
+
+
+def test_agent_loop_outputs_through_verl_equal_core_rebn(run_config, chat_tokenizer):
+    """Episodes played by the agent loop, batched the way verl's v1 trainer pads them, then verl's
+    compute_advantage: every turn gets GEM's ReBN advantage of its episode."""
+    from tests.adapters.verl.test_rollout import binary_search
+
+    outputs, data = played_batch(run_config, chat_tokenizer, [
+        ("game:GuessTheNumber-v0-easy", 1, binary_search),
+        ("game:GuessTheNumber-v0-hard", 7, binary_search),
+        ("game:GuessTheNumber-v0-easy", 2, lambda prompt: "\\boxed{11}"),
+        ("testpack:Countdown-v0", 0, lambda prompt: "next")])
     advantages = verl_advantages(data, "rebn", 0.9).batch["advantages"]
 
     rewards = [o["extra_fields"]["turn_scores"] for o in outputs]
@@ -251,32 +260,15 @@ def test_played_episodes_with_a_failed_one_through_verl_equal_core_rebn_over_the
     """Episodes the agent loop played, one of them failed by its environment, batched as verl's v1
     trainer pads them: verl's compute_advantage gives every valid turn GEM's ReBN over the valid
     episodes alone, and the failed row 0."""
-    from verl import DataProto
-
     from gem_adapters.common.turns import turn_end_positions
     from tests.adapters import failing
-    from tests.adapters.verl.conftest import ScriptedServer, make_agent_loop
-    from tests.adapters.verl.test_rollout import binary_search, row
+    from tests.adapters.verl.test_rollout import binary_search
 
-    outputs = []
     with failing.registered() as failing_id:
-        for env_id, seed, answer in [("game:GuessTheNumber-v0-easy", 1, binary_search),
-                                     (failing_id, 0, lambda prompt: "\\boxed{3}"),
-                                     ("testpack:Countdown-v0", 0, lambda prompt: "next")]:
-            server = ScriptedServer(chat_tokenizer, answer)
-
-            async def go():
-                loop = make_agent_loop(run_config, server, chat_tokenizer)
-                return await loop.run({"logprobs": False}, **row(env_id, seed))
-
-            outputs.append(asyncio.run(go()).as_dict())
-    width = max(len(o["responses"]) for o in outputs)
-
-    def pad(key):
-        return torch.stack([torch.nn.functional.pad(o[key], (0, width - len(o[key]))) for o in outputs])
-
-    data = DataProto.from_dict(tensors={"token_level_rewards": pad("rm_scores"), "response_mask": pad("response_mask")},
-                               non_tensors={"uid": np.array(["u0", "u1", "u2"], dtype=object)})
+        outputs, data = played_batch(run_config, chat_tokenizer, [
+            ("game:GuessTheNumber-v0-easy", 1, binary_search),
+            (failing_id, 0, lambda prompt: "\\boxed{3}"),
+            ("testpack:Countdown-v0", 0, lambda prompt: "next")])
     advantages = verl_advantages(data, "rebn", 0.9).batch["advantages"]
     assert outputs[1]["extra_fields"]["gem_stop"] == "failed" and not advantages[1].any()
     valid = [outputs[0]["extra_fields"]["turn_scores"], outputs[2]["extra_fields"]["turn_scores"]]
