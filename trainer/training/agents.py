@@ -61,7 +61,6 @@ class AgentRollout:
             return make_env
 
         self.quarantined: dict[int, Any] = {}  # what a vector environment reports; programs have no slots
-        self.carried = None  # nor episodes carried over from one collection to the next
         self.gateway = Gateway(backend if backend is not None else LocalBackend(policy), tokenizer,
                                model=str(config.model), max_tokens=config.max_new_tokens,
                                sampling={"temperature": config.temperature, "top_p": config.top_p},
