@@ -18,6 +18,10 @@ time together: past it the episode ends failed (kind ``"deadline"``), its enviro
 (a sandbox it runs dies with it) and the next episode gets a fresh one (see
 :mod:`gem_adapters.common.session`).
 
+An adapter's ``gem_agent`` loop (verl's, :mod:`gem_adapters.verl.harness`) reads a section of its
+own, ``gem_agent`` (:class:`AgentOptions`): ``program`` (``module:function`` or a command) and
+``timeout`` (seconds a run may take, 600 by default).
+
 ``env_pool`` takes the options of :class:`gem_core.vector.ray_pool.RayPool` (``address``,
 ``hosts``, ``slots_per_host``, ``resource``, ``name``, ``start_timeout``, ``call_timeout``); its
 ``name`` defaults to ``"gem"``, so that every rollout worker leases slots from one shared pool.
@@ -76,6 +80,38 @@ class EpisodeOptions:
                 "max_tokens_per_turn": self.max_tokens_per_turn,
                 "env_pool": None if self.env_pool is None else dict(self.env_pool),
                 "episode_deadline": self.episode_deadline}
+
+
+#: The keys of the ``gem_agent`` section.
+AGENT_KEYS = ("program", "timeout")
+AGENT_TIMEOUT = 600.0
+
+
+@dataclass(frozen=True)
+class AgentOptions:
+    """Validated contents of the ``gem_agent`` config section: the agent program an adapter's
+    ``gem_agent`` loop runs per episode (``module:function`` or a command) and how long a run may
+    take (seconds)."""
+
+    program: Any
+    timeout: float = AGENT_TIMEOUT
+
+    @classmethod
+    def from_config(cls, section: Mapping[str, Any] | None) -> AgentOptions:
+        section = dict(section or {})
+        unknown = sorted(set(section) - set(AGENT_KEYS))
+        if unknown:
+            raise GemError(f"Unknown key(s) {', '.join(map(repr, unknown))} in the `gem_agent` section; the accepted keys are {AGENT_KEYS[0]!r} and {AGENT_KEYS[1]!r}.")
+        program = section.get("program")
+        if isinstance(program, str):
+            program = program.strip()
+        elif program is not None:
+            program = [str(word) for word in program]  # a command as a list (OmegaConf's ListConfig)
+        if not program:
+            raise GemError("The gem_agent loop needs gem_agent.program: 'module:function' or a command "
+                           "(`gem verl config --agent PROGRAM` writes it).")
+        timeout = parse_deadline(section.get("timeout", AGENT_TIMEOUT), "gem_agent.timeout")
+        return cls(program, AGENT_TIMEOUT if timeout is None else timeout)
 
 
 def parse_wrappers(value: Any, *, history_in_context: bool = True) -> tuple[str, ...]:

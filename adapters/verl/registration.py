@@ -5,7 +5,7 @@ Ray workers), through the ``verl.plugins`` entry point (verl 0.9 and later), or 
 ``VERL_USE_EXTERNAL_MODULES=gem_adapters.verl.registration`` (any version).
 
 * Estimators are registered at once with ``core_algos.register_adv_est``.
-* The agent loop is registered when verl imports its agent-loop module (a post-import hook), so
+* The agent loops (``gem``, and ``gem_agent`` for external agent programs) are registered when verl imports its agent-loop module (a post-import hook), so
   ``import verl`` stays as fast as it was in processes that never run agent loops.
 * The ``cpu`` platform joins verl's platform registry (chosen only where no accelerator answers
   and vLLM's CPU build is installed, or with ``VERL_PLATFORM=cpu``: see
@@ -17,11 +17,12 @@ verl logs a plugin's failures only at debug level, so failures here are logged a
 
 from __future__ import annotations
 
+import importlib
 import logging
 import os
 from types import ModuleType
 
-from gem_adapters.verl import AGENT_LOOP_NAME
+from gem_adapters.verl import AGENT_LOOP_NAME, HARNESS_LOOP_NAME
 
 logger = logging.getLogger("gem_adapters.verl")
 # What GEM does inside verl (the estimator's summary of each batch, weight copies on the CPU) is
@@ -56,12 +57,13 @@ def register_estimators() -> list[str]:
 
 
 def register_agent_loop(_module: ModuleType | None = None) -> None:
-    """Register the ``gem`` agent loop (imports verl's agent-loop module)."""
-    try:
-        import gem_adapters.verl.rollout  # noqa: F401  (its class decorator registers it)
-    except Exception:
-        logger.exception("GEM could not register its %r agent loop inside verl; rollouts that use "
-                         "it will fail with 'Agent loop gem not registered'.", AGENT_LOOP_NAME)
+    """Register the ``gem`` and ``gem_agent`` agent loops (imports verl's agent-loop module)."""
+    for name, module in ((AGENT_LOOP_NAME, "gem_adapters.verl.rollout"), (HARNESS_LOOP_NAME, "gem_adapters.verl.harness")):
+        try:
+            importlib.import_module(module)  # its class decorator registers the loop
+        except Exception:
+            logger.exception("GEM could not register its %r agent loop inside verl; rollouts that use "
+                             "it will fail with 'Agent loop %s not registered'.", name, name)
 
 
 def register_cpu_platform() -> None:

@@ -40,11 +40,13 @@ class Sampling:
 @dataclass(frozen=True)
 class Sampled:
     """What a backend sampled: the ids (its stop token included when it wrote one), their
-    log-probabilities (None when it gives none), and why it stopped (``"stop"`` or ``"length"``)."""
+    log-probabilities (None when it gives none), why it stopped (``"stop"`` or ``"length"``), and
+    what else it says of the call (``fields``: a trainer's weight versions), kept with the call."""
 
     ids: list[int]
     logprobs: list[float] | None
     finish_reason: str
+    fields: dict[str, Any] = field(default_factory=dict)
 
 
 class BackendError(GemError):

@@ -47,7 +47,8 @@ class ChatRequest:
 
 def parse_request(body: Any, *, max_tokens: int, forced: dict[str, Any] | None = None) -> ChatRequest:
     """Check ``body``; ``max_tokens`` caps (and defaults) the answer length; ``forced`` sampling
-    settings (temperature, top_p) replace the request's."""
+    settings replace the request's (temperature, top_p) or join them (any other field, for the
+    backend: a trainer's ``top_k``)."""
     if not isinstance(body, dict):
         raise RequestError("The body must be a JSON object.")
     for key in body:
@@ -96,6 +97,7 @@ def parse_request(body: Any, *, max_tokens: int, forced: dict[str, Any] | None =
         raise RequestError("seed must be an integer.", "seed")
     extra = {key: _number(body, key, 0.0, -2.0, 2.0) for key in ("frequency_penalty", "presence_penalty")
              if body.get(key)}
+    extra.update({key: value for key, value in forced.items() if key not in ("temperature", "top_p")})
     stream_options = body.get("stream_options") or {}
     return ChatRequest(messages, tools, Sampling(min(length, max_tokens), temperature, top_p, seed, extra),
                        bool(body.get("stream")), bool(isinstance(stream_options, dict)

@@ -17,7 +17,8 @@ observation), ``GEM_ENV_ID`` and ``GEM_SEED``.
 The episode has one turn per model call, in order: its observation the JSON list of the messages
 the call added (all of them where it opened a segment), its action the answer's text, its
 ``info["sampled"]`` the call's tokens (:mod:`gem_core.sampled`), ``info["steps"]`` the
-environment steps its answer led to, and its reward their rewards' sum (a step is credited to
+environment steps its answer led to (``info["backend"]``: what the backend said of the call
+besides, where it said anything), and its reward their rewards' sum (a step is credited to
 the latest call before it). The last turn is marked terminated or truncated as the environment
 ended the episode; ``final_observation`` is the environment's last.
 
@@ -111,11 +112,13 @@ class Harness:
         self.env_url = self.base_url + env_path
         self.threads = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="gem-agent")  # Python programs
 
-    async def play(self, agent: AgentProgram, seed: int | None) -> Episode:
-        """One episode of ``agent`` from ``seed`` (see the module documentation)."""
+    async def play(self, agent: AgentProgram, seed: int | None, *, sampling: dict[str, Any] | None = None,
+                   max_tokens: int | None = None) -> Episode:
+        """One episode of ``agent`` from ``seed`` (see the module documentation); ``sampling``
+        and ``max_tokens`` replace the gateway's for this episode's calls."""
         episode = Episode(env_id=self.env_server.env_id, seed=seed)
         env = await self.env_server.open_session()
-        chat = self.gateway.open()
+        chat = self.gateway.open(sampling=sampling, max_tokens=max_tokens)
         steps: list[tuple[int, dict[str, Any]]] = []  # (the call it follows, the step's observation data)
         env.step_listeners.append(lambda data: steps.append((len(chat.calls) - 1, data)))
         try:
@@ -191,7 +194,7 @@ def record(episode: Episode, chat: GatewaySession, steps: list[tuple[int, dict[s
         episode.turns.append(Turn(
             json.dumps(call.messages, ensure_ascii=False), action, float(sum(float(d["reward"] or 0.0) for d in taken)),
             info={INFO_KEY: call.sampled.to_info(), "finish_reason": call.finish_reason,
-                  "steps": [_step_summary(d) for d in taken]}))
+                  "steps": [_step_summary(d) for d in taken], **({"backend": call.backend} if call.backend else {})}))
     ended = [data for _, data in steps if data["done"]]
     if ended and episode.turns:
         metadata = ended[-1]["observation"]["metadata"]
@@ -245,6 +248,14 @@ async def play_all(harness: Harness, agent: AgentProgram, seeds: Sequence[int | 
         return episode
 
     return list(await asyncio.gather(*(one(seed) for seed in seeds)))
+
+
+def agent_program(spec: AgentProgram) -> AgentProgram:
+    """What ``spec`` names: a callable as it is, ``module:function`` as the callable it names, any
+    other string or list as a command."""
+    if isinstance(spec, str) and ":" in spec.split()[0] and " " not in spec.strip() and "/" not in spec:
+        return python_program(spec)
+    return spec
 
 
 def python_program(spec: str) -> Callable[[Task], Any]:

@@ -59,6 +59,7 @@ class Call:
     finish_reason: str
     started: float
     seconds: float
+    backend: dict[str, Any] = field(default_factory=dict)  # what the backend said besides (Sampled.fields)
 
     def to_dict(self) -> dict[str, Any]:
         return {**asdict(self), "sampled": self.sampled.to_info()}
@@ -79,6 +80,9 @@ class Session:
     retries_answered: int = 0
     #: Backend failures in this session (the harness got HTTP 502 for each).
     errors: list[str] = field(default_factory=list)
+    #: This session's own forced sampling settings and answer cap (None: the gateway's).
+    sampling: dict[str, Any] | None = None
+    max_tokens: int | None = None
 
 
 class Gateway:
@@ -107,11 +111,14 @@ class Gateway:
 
     # ---- sessions -----------------------------------------------------------------------
 
-    def open(self) -> Session:
-        """A new session with a key of its own."""
+    def open(self, *, sampling: dict[str, Any] | None = None, max_tokens: int | None = None) -> Session:
+        """A new session with a key of its own; ``sampling`` and ``max_tokens``, when given,
+        replace the gateway's for its calls (a trainer's rollout settings, which differ between
+        training and validation)."""
         if len(self.sessions) >= self.max_sessions:
             raise GemError(f"The gateway holds {self.max_sessions} sessions already: close some.")
-        session = Session(uuid.uuid4().hex, "gem-" + secrets.token_urlsafe(24), Chain(self.chat))
+        session = Session(uuid.uuid4().hex, "gem-" + secrets.token_urlsafe(24), Chain(self.chat),
+                          sampling=None if sampling is None else dict(sampling), max_tokens=max_tokens)
         self.sessions[session.id] = session
         self._by_key[session.key] = session
         return session
@@ -142,7 +149,8 @@ class Gateway:
             body = json.loads(raw)
         except ValueError as e:
             raise RequestError(f"The body is not JSON: {e}") from None
-        request = parse_request(body, max_tokens=self.max_tokens, forced=self.sampling)
+        request = parse_request(body, max_tokens=session.max_tokens or self.max_tokens,
+                                forced=self.sampling if session.sampling is None else session.sampling)
         if request.tools and not self.renders_tools:
             raise RequestError("This model's chat template does not render tools, so the model would never see "
                                "them: serve it with a template that does (gem gateway --chat-template FILE).", "tools")
@@ -186,7 +194,8 @@ class Gateway:
         session.chain.advance(prompt, request.messages, request.tools, sampled.ids, answered)
         session.calls.append(Call(prompt.rendered, SampledCall(prompt.ids, list(sampled.ids), sampled.logprobs,
                                                                 prompt.segment, prompt.reason),
-                                  answer.message(), answer.finish_reason, started, time.perf_counter() - clock))
+                                  answer.message(), answer.finish_reason, started, time.perf_counter() - clock,
+                                  dict(sampled.fields)))
         return answer
 
     # ---- the application ----------------------------------------------------------------

@@ -45,16 +45,13 @@ class AgentRollout:
                  gateway_options: dict[str, Any] | None = None):
         from gem_core.registry import apply_wrappers, make
         from gem_serve.gateway.backends import LocalBackend
-        from gem_serve.gateway.runs import Harness, application, python_program
+        from gem_serve.gateway.runs import Harness, agent_program, application
         from gem_serve.gateway.server import Gateway
         from gem_serve.gateway.serving import served
         from gem_serve.server import EnvServer
 
         self.config = config
-        agent = program if program is not None else config.agent
-        if isinstance(agent, str) and ":" in agent.split()[0] and " " not in agent.strip() and "/" not in agent:
-            agent = python_program(agent)
-        self.program = agent
+        self.program = agent_program(program if program is not None else config.agent)
         wrappers = environment_wrappers(config.wrappers)
 
         def factory(env_id: str):

@@ -68,13 +68,14 @@ class Launch:
     left_running: list[tuple[int, str]]  # processes of the launch still there after it ended
 
 
-def launch(command: list[str], folder: Path, timeout: float, *, settle: float = 30) -> Launch:
-    """Run ``command`` in a session of its own in ``folder``; afterwards wait up to ``settle``
+def launch(command: list[str], folder: Path, timeout: float, *, settle: float = 30,
+           env: dict[str, str] | None = None) -> Launch:
+    """Run ``command`` in a session of its own in ``folder`` (``env`` added to its environment); afterwards wait up to ``settle``
     seconds for every process it started (Ray, vLLM) to end, record those that did not, and stop
     them. On timeout everything is stopped and the test fails."""
     start = time.monotonic()
     process = subprocess.Popen(command, cwd=folder, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                               start_new_session=True)
+                               start_new_session=True, env={**os.environ, **(env or {})})
     try:
         output, _ = process.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
