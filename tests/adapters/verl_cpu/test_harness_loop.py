@@ -15,6 +15,7 @@ import pytest
 
 from gem_adapters.verl.config import RunSettings, write_run
 from tests.adapters.verl.conftest import ScriptedServer, chat_tokenizer, compose_config  # noqa: F401 (a fixture)
+from tests.tito.checks import runs
 
 EASY = "game:GuessTheNumber-v0-easy"
 GUESSES = iter(range(10**6))
@@ -91,13 +92,7 @@ def test_the_programs_episode_trains_exactly_the_sampled_ids(tmp_path, chat_toke
     assert output.extra_fields["gem_failure"] is None and output.extra_fields["gem_segments"] == 1
     assert len(output.prompt_ids) + len(output.response_ids) <= 256 + 128
     ids, mask = output.response_ids, output.response_mask
-    spans, start = [], None
-    for i, bit in enumerate([*mask, 0]):
-        if bit and start is None:
-            start = i
-        elif not bit and start is not None:
-            spans.append((start, i))
-            start = None
+    spans = runs(mask)
     kept = server.generated[:len(spans)]
     assert [ids[a:b] for a, b in spans] == kept  # mask 1 on exactly what the server sampled, turn by turn
     assert spans[0][0] == 0 and output.prompt_ids == server.calls[0]["prompt_ids"]
