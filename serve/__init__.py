@@ -3,7 +3,8 @@ that records what a model sampled for agent programs GEM does not run.
 
 A plugin like any other (:mod:`gem_serve.plugin`, entry point ``serve``): it registers the
 ``gem serve`` and ``gem gateway`` commands and the ``remote:{url}`` environments through GEM's
-hooks; the core and the adapters never import it.
+hooks; the core, the packs and the adapters never import it, but for an adapter's loop that plays
+agent programs through the gateway (``gem_adapters.verl.harness``).
 
 * :mod:`gem_serve.cli`: the ``gem serve`` command (serve, or ``--export`` a package).
 * :mod:`gem_serve.server`: serves a GEM environment to OpenEnv clients (``/ws``, ``/mcp``, HTTP).

@@ -22,7 +22,9 @@ def adapter_envs():
 
 def test_every_adapter_stage_is_built_from_the_install_lines_its_page_shows():
     envs = adapter_envs()
-    for name, stage in envs.STAGES.items():
+    adapter_stages = {name: stage for name, stage in envs.STAGES.items() if stage.tests.startswith("tests/adapters/")}
+    assert len(adapter_stages) >= 8  # the other wings' stages (protocols, harnesses) install no library's adapter
+    for name, stage in adapter_stages.items():
         adapter, script_name = envs.VARIANTS.get(name, (name, "install.sh"))
         script = (REPO / "adapters" / adapter / script_name).read_text()
         page = (REPO / "docs" / "adapters" / f"{adapter}.md").read_text()
