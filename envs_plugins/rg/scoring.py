@@ -19,8 +19,8 @@ as a Python list with ``eval``, in their own frame, where the answer ``oracle_an
 one; others (``polynomial_multiplication``, the integrations, ``puzzle24``, ``countdown``) hand it
 to sympy's ``parse_expr``, which evaluates Python with the builtins, so that
 ``__import__('sys')._getframe(3).f_locals['entry']['answer']`` reads it. While a scorer runs here,
-``eval`` in reasoning-gym's modules reads Python literals only (:func:`ast.literal_eval`, all a
-list of answers needs), and ``parse_expr`` reads plain mathematics only: numbers, operators,
+``eval`` in reasoning-gym's modules reads Python literals (:func:`ast.literal_eval`, all a list
+of answers needs) and arithmetic of numbers (a problem a scorer evaluates) only, and ``parse_expr`` reads plain mathematics only: numbers, operators,
 parentheses, and names that are sympy's numbers, functions and classes or become symbols; no
 attribute, subscript, string, keyword or other callable (anything else scores 0, as an answer
 sympy cannot parse does).
@@ -33,6 +33,7 @@ import contextlib
 import inspect
 import io
 import keyword
+import operator
 import os
 import sys
 import tokenize
@@ -87,7 +88,7 @@ def score(name: str, size: int, seed: int, config: dict[str, Any], answer: str |
 @contextlib.contextmanager
 def _literals_only() -> Iterator[None]:
     """While the block runs, answers are read as plain data (see the module): ``eval`` of
-    reasoning-gym's modules reads literals, sympy's ``parse_expr`` plain mathematics."""
+    reasoning-gym's modules reads literals and arithmetic, sympy's ``parse_expr`` plain mathematics."""
     sympy_parser = sys.modules.get("sympy.parsing.sympy_parser")
     original = getattr(sympy_parser, "parse_expr", None)
     guarded = _plain_math_parser(original) if original is not None else None
@@ -121,8 +122,39 @@ _MISSING = object()
 _MATH_OPERATORS = frozenset("+ - * / ** // % ( ) , < > <= >= == != & | ~ ^".split())
 
 
+#: Operators of the arithmetic that ``eval`` reads beside literals (a problem such as bitwise_arithmetic's
+#: ``(0x3a + 0x1f) << 2``, which its scorer evaluates), with no name, call or attribute to reach anything.
+_ARITHMETIC = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
+               ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod, ast.Pow: operator.pow,
+               ast.LShift: operator.lshift, ast.RShift: operator.rshift, ast.BitAnd: operator.and_,
+               ast.BitOr: operator.or_, ast.BitXor: operator.xor, ast.USub: operator.neg, ast.UAdd: operator.pos,
+               ast.Invert: operator.invert}
+_MAX_BITS = 4096  # an exponent or shift beyond this is refused, not computed
+
+
 def _literal_eval(source: Any, globals: Any = None, locals: Any = None) -> Any:
-    return ast.literal_eval(source)
+    """A literal, or arithmetic of numbers (:data:`_ARITHMETIC`); anything else is a ``ValueError``."""
+    try:
+        return ast.literal_eval(source)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        if not isinstance(source, str):
+            raise
+    return _arithmetic(ast.parse(source.strip(), mode="eval").body)
+
+
+def _arithmetic(node: ast.AST) -> Any:
+    if isinstance(node, ast.Constant) and type(node.value) in (int, float, complex):
+        return node.value
+    if isinstance(node, ast.UnaryOp) and type(node.op) in _ARITHMETIC:
+        return _ARITHMETIC[type(node.op)](_arithmetic(node.operand))
+    if isinstance(node, ast.BinOp) and type(node.op) in _ARITHMETIC:
+        left, right = _arithmetic(node.left), _arithmetic(node.right)
+        power = isinstance(node.op, ast.Pow) and isinstance(left, int)
+        if isinstance(node.op, (ast.Pow, ast.LShift)) and (
+                abs(right) > _MAX_BITS or (power and abs(left).bit_length() * abs(right) > _MAX_BITS)):
+            raise ValueError("a number too large to compute")
+        return _ARITHMETIC[type(node.op)](left, right)
+    raise ValueError(f"not a literal or arithmetic: {type(node).__name__}")
 
 
 def _plain_math_parser(parse_expr: Any) -> Any:

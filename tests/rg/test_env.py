@@ -127,6 +127,17 @@ def test_an_answer_cannot_read_the_right_one_from_the_scorer(name):
     assert [env.clone().step(f"\\boxed{{{answer}}}")[1] for answer in reads] == [wrong] * len(reads)
 
 
+def test_a_scorer_that_evaluates_its_problem_reads_arithmetic_but_nothing_else():
+    """bitwise_arithmetic's scorer evaluates its own problem (arithmetic of hex numbers) with eval:
+    that still works, and an answer that reaches for more, or for a number too large to compute,
+    earns nothing."""
+    env = gem_core.make("rg:bitwise_arithmetic")
+    env.reset(seed=0)
+    assert env.clone().step(f"\\boxed{{{env.entry['answer']}}}")[1] == 1.0
+    for answer in ("9**9**9", "1 << 10**9", "__import__('os').getpid()"):
+        assert env.clone().step(f"\\boxed{{{answer}}}")[1] == 0.0
+
+
 def test_a_list_of_literals_keeps_its_partial_credit():
     env = gem_core.make("rg:string_insertion")
     env.reset(seed=0)
