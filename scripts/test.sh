@@ -27,7 +27,7 @@ if [ "$stages" != "none" ]; then
 fi
 
 echo "== core, environments, tools, local trainer =="
-python -m pytest -q --ignore=tests/adapters --ignore=tests/protocols "$@"
+python -m pytest -q --ignore=tests/adapters --ignore=tests/protocols --ignore=tests/harnesses "$@"  # those run in their stages
 
 if [ -z "${ADAPTER_STAGES:-}" ]; then   # a full run
     echo "== packaging: the built wheel ships its data =="
