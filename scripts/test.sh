@@ -7,7 +7,8 @@
 # the docs tell users (at the versions of locks/<lib>.txt) and cached outside the clone
 # (scripts/adapter_envs.py; the first run builds it, later runs reuse it until its lock changes). The verl_cpu
 # stage runs verl's own launcher for two training steps on the CPU, with vLLM's CPU build (about 5 minutes).
-# A full run also checks the packaging (scripts/check_package.sh: the built wheel ships its data).
+# A full run also checks the packaging (scripts/check_package.sh: the built wheel ships its data),
+# beside the adapter stages.
 # ADAPTER_STAGES="verl" (or "none") selects adapter stages and skips that check; the default is all.
 # Stage environments that are not built yet are built in the background while the core stage runs
 # (installing waits on the network, the tests on the CPU); what they printed is shown afterwards.
@@ -29,11 +30,6 @@ fi
 echo "== core, environments, tools, local trainer =="
 python -m pytest -q --ignore=tests/adapters --ignore=tests/protocols --ignore=tests/harnesses "$@"  # those run in their stages
 
-if [ -z "${ADAPTER_STAGES:-}" ]; then   # a full run
-    echo "== packaging: the built wheel ships its data =="
-    bash scripts/check_package.sh
-fi
-
 [ "$stages" = "none" ] && exit 0
 wait "$builds" || true   # a stage whose build failed is built again below, in the open
 cat "$builds_log"
@@ -44,6 +40,12 @@ logs="$(mktemp -d)"
 for stage in $stages; do
     python scripts/adapter_envs.py python "$stage" >"$logs/$stage.python"
 done
+package_log=""
+if [ -z "${ADAPTER_STAGES:-}" ]; then   # a full run: the packaging check runs beside the adapter stages
+    package_log="$(mktemp)"
+    bash scripts/check_package.sh >"$package_log" 2>&1 &
+    package=$!
+fi
 run_lane() {
     for stage in "$@"; do
         echo "-- adapter: $stage started"
@@ -65,8 +67,16 @@ failed=""
 for stage in $stages; do
     [ "$(cat "$logs/$stage.status")" = 0 ] || failed="$failed $stage"
 done
+if [ -n "$package_log" ]; then
+    package_status=0
+    wait "$package" || package_status=$?
+    echo "== packaging: the built wheel ships its data =="
+    cat "$package_log"
+    rm -f "$package_log"
+    [ "$package_status" = 0 ] || failed="$failed packaging"
+fi
 rm -rf "$logs"
 if [ -n "$failed" ]; then
-    echo "== adapter stages that failed:$failed =="
+    echo "== what failed:$failed =="
     exit 1
 fi
