@@ -45,7 +45,8 @@ def test_writes_datasets_and_the_env_file(cli_run):
     assert [row["extra_info"]["seed"] for row in rows] == list(range(100, 114))  # validation seeds follow
     text = (out / "gem_env.py").read_text()
     assert "MODEL = 'Qwen/Qwen3-0.6B'" in text
-    assert "OPTIONS = {'wrappers': [], 'max_turns': 6, 'max_tokens_per_turn': 256, 'env_pool': None}" in text
+    assert ("OPTIONS = {'wrappers': [], 'max_turns': 6, 'max_tokens_per_turn': 256, 'env_pool': None, "
+            "'episode_deadline': None}") in text
 
 
 def test_the_printed_overrides_compose_against_rl2s_ppo_yaml(cli_run):
