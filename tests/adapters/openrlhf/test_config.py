@@ -58,7 +58,8 @@ def test_writes_datasets_and_the_agent_file(cli_run):
     assert [label["seed"] for label in labels] == list(range(100, 114))  # validation seeds follow
     for row, label in zip(train_rows[:2], labels):
         assert row["prompt"] == as_seen(*gem_core.make(label["env_id"]).reset(seed=label["seed"]))
-    assert "OPTIONS = {'wrappers': [], 'max_turns': 6, 'max_tokens_per_turn': None, 'env_pool': None}" in (
+    assert ("OPTIONS = {'wrappers': [], 'max_turns': 6, 'max_tokens_per_turn': None, 'env_pool': None, "
+            "'episode_deadline': None}") in (
         out / "gem_agent.py").read_text()
 
 
