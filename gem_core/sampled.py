@@ -27,7 +27,7 @@ token is trained twice.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 from gem_core.errors import GemError
@@ -51,7 +51,10 @@ class SampledCall:
                            "log-probabilities: give one per sampled id.")
 
     def to_info(self) -> dict[str, Any]:
-        return asdict(self)
+        # not dataclasses.asdict, which copies every id through Python calls (milliseconds per long prompt)
+        return {"prompt_ids": list(self.prompt_ids), "response_ids": list(self.response_ids),
+                "logprobs": None if self.logprobs is None else list(self.logprobs), "segment": self.segment,
+                "reason": self.reason}
 
     @classmethod
     def from_info(cls, value: Any) -> SampledCall:

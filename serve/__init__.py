@@ -34,7 +34,8 @@ The gateway, :mod:`gem_serve.gateway` (``gem gateway``; docs/gateway.md):
 * :mod:`gem_serve.gateway.chains`: each call's prompt ids, continued from what was sampled, in segments;
 * :mod:`gem_serve.gateway.tool_calls`: tool calls read from the sampled text in the model's format;
 * :mod:`gem_serve.gateway.backends`: vLLM's ``/v1/completions`` with token ids, or a local model;
-* :mod:`gem_serve.gateway.runs`: episodes of agent programs playing a served environment.
+* :mod:`gem_serve.gateway.runs`: episodes of agent programs playing a served environment;
+* :mod:`gem_serve.gateway.jsonio`: its JSON, through orjson (a long conversation costs what a short one does).
 
 Serving and ``remote:`` environments need the ``openenv`` extra (Starlette, uvicorn, websockets,
 mcp-types, PyYAML); OpenEnv's own package is not needed. The gateway needs the ``gateway`` extra

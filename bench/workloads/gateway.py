@@ -5,9 +5,10 @@ answering every call with the same few ids) is called two ways, side by side in 
 alternating rounds: directly, with a token-id prompt as the gateway sends it, and through
 ``gem gateway`` (a process of its own, SmolLM2's tokenizer and chat template), with chat messages
 that extend the session's conversation. The difference is the gateway's added latency per call
-(p50, p99), measured on a short conversation (a few messages) and on a long one (hundreds of
-messages, thousands of tokens), which should cost the same: only the new messages are rendered
-and tokenised. Then 256 sessions make calls at once; every call must succeed.
+(p50, p99), and the gateway process's CPU time per call, measured on a short conversation (a few
+messages) and on a long one (hundreds of messages, thousands of tokens), which should cost about
+the same: only the new messages are rendered and tokenised. Then 256 sessions make calls at once;
+every call must succeed.
 
 Run as ``python bench/workloads/gateway.py --impl ours [--quick]``. gem-llm has no gateway, so
 ``--impl reference`` exits 3. The last stdout line is the metrics JSON.
@@ -83,13 +84,14 @@ def main() -> None:
         long_messages = 100 if args.quick else 300
         with httpx.Client(timeout=300) as client:
             for label, length in (("short", 4), ("long", long_messages)):
-                direct, through = measure(client, backend_url, gateway_url, length, rounds)
+                direct, through, cpu = measure(client, backend_url, gateway_url, length, rounds, gateway.pid)
                 metrics.add(f"direct_p50_ms_{label}", percentile(direct, 0.5) * 1e3, "ms", "lower")
                 metrics.add(f"gateway_p50_ms_{label}", percentile(through, 0.5) * 1e3, "ms", "lower")
                 metrics.add(f"added_p50_ms_{label}", (percentile(through, 0.5) - percentile(direct, 0.5)) * 1e3, "ms",
                             "lower")
                 metrics.add(f"added_p99_ms_{label}", (percentile(through, 0.99) - percentile(direct, 0.99)) * 1e3,
                             "ms", "lower")
+                metrics.add(f"gateway_cpu_ms_per_call_{label}", cpu * 1e3, "ms", "lower")
         calls, failures, seconds = asyncio.run(concurrent(gateway_url, SESSIONS, 2 if args.quick else 4))
         metrics.add("sessions_256_failures", failures, "calls", "lower")
         metrics.add("sessions_256_calls_per_second", calls / seconds, "calls/s")
@@ -113,9 +115,17 @@ def conversation(length: int) -> list[dict]:
     return messages
 
 
-def measure(client, backend_url: str, gateway_url: str, length: int, rounds: int) -> tuple[list[float], list[float]]:
-    """Per-call seconds, directly and through the gateway, alternating; the gateway's calls extend
-    one session's conversation of about ``length`` messages."""
+def measure(client, backend_url: str, gateway_url: str, length: int, rounds: int,
+            gateway_pid: int) -> tuple[list[float], list[float], float]:
+    """Per-call seconds, directly and through the gateway, alternating, and the gateway's CPU
+    seconds per call; the gateway's calls extend one session's conversation of about ``length``
+    messages."""
+    import psutil
+
+    def cpu() -> float:
+        times = psutil.Process(gateway_pid).cpu_times()
+        return times.user + times.system
+
     session = client.post(f"{gateway_url}/sessions").json()
     headers = {"Authorization": f"Bearer {session['key']}"}
     messages = conversation(length)
@@ -127,6 +137,7 @@ def measure(client, backend_url: str, gateway_url: str, length: int, rounds: int
     prompt = record["prompt_ids"] + record["response_ids"]
     messages.append(first.json()["choices"][0]["message"])
     direct, through = [], []
+    cpu_before = cpu()
     for k in range(rounds):
         messages.append({"role": "user", "content": f"Go {k}."})
         started = time.perf_counter()
@@ -140,8 +151,9 @@ def measure(client, backend_url: str, gateway_url: str, length: int, rounds: int
         client.post(f"{backend_url}/v1/completions", json={"model": "bench", "prompt": prompt, "max_tokens": 8,
                                                             "return_token_ids": True, "logprobs": 0}).raise_for_status()
         direct.append(time.perf_counter() - started)
+    cpu_per_call = (cpu() - cpu_before) / rounds
     client.delete(f"{gateway_url}/sessions/{session['id']}")
-    return direct, through
+    return direct, through, cpu_per_call
 
 
 async def concurrent(gateway_url: str, sessions: int, turns: int) -> tuple[int, int, float]:

@@ -29,7 +29,7 @@ import logging
 import secrets
 import time
 import uuid
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 from gem_adapters.common.chat import ChatFormat
@@ -37,6 +37,7 @@ from gem_core.errors import GemError
 from gem_core.sampled import SampledCall
 from gem_serve.gateway.backends import Backend, BackendError
 from gem_serve.gateway.chains import Chain, RequestError
+from gem_serve.gateway.jsonio import json_response, read_json
 from gem_serve.gateway.openai_api import Answer, ChatRequest, error_body, parse_request
 from gem_serve.gateway.tool_calls import parser_for
 
@@ -62,7 +63,9 @@ class Call:
     backend: dict[str, Any] = field(default_factory=dict)  # what the backend said besides (Sampled.fields)
 
     def to_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "sampled": self.sampled.to_info()}
+        return {"messages": self.messages, "sampled": self.sampled.to_info(), "answer": self.answer,
+                "finish_reason": self.finish_reason, "started": self.started, "seconds": self.seconds,
+                "backend": self.backend}
 
 
 @dataclass
@@ -146,7 +149,7 @@ class Gateway:
                 session.retries_answered += 1
                 return None, await asyncio.shield(session.last_answer)
         try:
-            body = json.loads(raw)
+            body = read_json(raw)
         except ValueError as e:
             raise RequestError(f"The body is not JSON: {e}") from None
         request = parse_request(body, max_tokens=session.max_tokens or self.max_tokens,
@@ -236,9 +239,7 @@ class Gateway:
             await close()
 
     async def _health(self, request):
-        from starlette.responses import JSONResponse
-
-        return JSONResponse({"status": "healthy", "sessions": len(self.sessions)})
+        return json_response({"status": "healthy", "sessions": len(self.sessions)})
 
     def _caller(self, request) -> Session | None:
         if "id" in request.path_params:
@@ -247,14 +248,12 @@ class Gateway:
         return self.by_key(key.strip()) if scheme.lower() == "bearer" else None
 
     async def _models(self, request):
-        from starlette.responses import JSONResponse
-
         if self._caller(request) is None:
             return _unauthorized()
-        return JSONResponse({"object": "list", "data": [{"id": self.model, "object": "model", "owned_by": "gem"}]})
+        return json_response({"object": "list", "data": [{"id": self.model, "object": "model", "owned_by": "gem"}]})
 
     async def _completions(self, request):
-        from starlette.responses import JSONResponse, StreamingResponse
+        from starlette.responses import StreamingResponse
 
         session = self._caller(request)
         if session is None:
@@ -263,15 +262,15 @@ class Gateway:
         try:
             parsed, answer = await self.complete(session, await request.body(), retry)
         except RequestError as e:
-            return JSONResponse(error_body(str(e), e.param), status_code=e.status)
+            return json_response(error_body(str(e), e.param), status_code=e.status)
         except BackendError as e:
-            return JSONResponse(error_body(str(e), kind="api_error", code="backend_error"), status_code=502)
+            return json_response(error_body(str(e), kind="api_error", code="backend_error"), status_code=502)
         stream = parsed.stream if parsed is not None else _streamed(session.last_body)
         if stream:
             include_usage = parsed.include_usage if parsed is not None else _usage_asked(session.last_body)
             events = answer.events(include_usage)
             return StreamingResponse(iter(events), media_type="text/event-stream")
-        return JSONResponse(answer.completion())
+        return json_response(answer.completion())
 
     def _admin(self, request) -> bool:
         if self.admin_token is None:
@@ -280,49 +279,43 @@ class Gateway:
         return scheme.lower() == "bearer" and hmac.compare_digest(token.strip().encode(), self.admin_token.encode())
 
     async def _open(self, request):
-        from starlette.responses import JSONResponse
-
         if not self._admin(request):
             return _unauthorized()
         try:
             session = self.open()
         except GemError as e:
-            return JSONResponse(error_body(str(e), code="capacity"), status_code=503)
+            return json_response(error_body(str(e), code="capacity"), status_code=503)
         base = str(request.base_url).rstrip("/")
-        return JSONResponse({"id": session.id, "key": session.key, "base_url": f"{base}/v1",
+        return json_response({"id": session.id, "key": session.key, "base_url": f"{base}/v1",
                              "session_url": f"{base}/sessions/{session.id}/v1"})
 
     async def _session(self, request):
-        from starlette.responses import JSONResponse
-
         if not self._admin(request):
             return _unauthorized()
         session_id = request.path_params["id"]
         session = self.close(session_id) if request.method == "DELETE" else self.sessions.get(session_id)
         if session is None:
-            return JSONResponse(error_body(f"No session {session_id!r}."), status_code=404)
-        return JSONResponse({"id": session.id, "calls": [call.to_dict() for call in session.calls],
+            return json_response(error_body(f"No session {session_id!r}."), status_code=404)
+        return json_response({"id": session.id, "calls": [call.to_dict() for call in session.calls],
                              "retries_answered": session.retries_answered, "errors": session.errors})
 
 
 def _unauthorized():
-    from starlette.responses import JSONResponse
-
-    return JSONResponse(error_body("Unknown key: use the key the gateway gave when the session was opened "
+    return json_response(error_body("Unknown key: use the key the gateway gave when the session was opened "
                                    "(POST /sessions), as the bearer token.", code="invalid_api_key"),
                         status_code=401, headers={"WWW-Authenticate": "Bearer"})
 
 
 def _streamed(raw: bytes | None) -> bool:
     try:
-        return bool(json.loads(raw or b"{}").get("stream"))
+        return bool(read_json(raw or b"{}").get("stream"))
     except (ValueError, AttributeError):
         return False
 
 
 def _usage_asked(raw: bytes | None) -> bool:
     try:
-        return bool((json.loads(raw or b"{}").get("stream_options") or {}).get("include_usage"))
+        return bool((read_json(raw or b"{}").get("stream_options") or {}).get("include_usage"))
     except (ValueError, AttributeError):
         return False
 

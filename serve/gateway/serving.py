@@ -18,6 +18,9 @@ from gem_serve.gateway.server import Gateway
 from gem_serve.server import load
 
 START_TIMEOUT_S = 60
+#: Idle connections are kept longer than clients keep theirs (httpx and the OpenAI SDKs: 5 s, aiohttp:
+#: 15 s), so that a client never sends a call on a connection the gateway is closing.
+KEEP_ALIVE_S = 75
 
 
 def load_tokenizer(name: str, chat_template: str | None = None) -> Any:
@@ -69,7 +72,8 @@ def serve_gateway(*, host: str, port: int, log_level: str, announce: Callable[[s
         raise GemError(f"Cannot listen on {host}:{port}: {e}") from None
     shown = f"[{host}]" if ":" in host else host
     announce(f"http://{shown}:{sock.getsockname()[1]}")
-    uvicorn.Server(uvicorn.Config(gateway.app(), log_level=log_level, lifespan="on")).run(sockets=[sock])
+    uvicorn.Server(uvicorn.Config(gateway.app(), log_level=log_level, lifespan="on",
+                                  timeout_keep_alive=KEEP_ALIVE_S)).run(sockets=[sock])
 
 
 @contextmanager
@@ -78,7 +82,7 @@ def served(app: Any, host: str = "127.0.0.1") -> Iterator[tuple[str, asyncio.Abs
     the event loop it runs on (to run coroutines there)."""
     uvicorn = load("uvicorn", "gem gateway")
     sock = socket.create_server((host, 0))
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on", timeout_keep_alive=KEEP_ALIVE_S))
     loops: list[asyncio.AbstractEventLoop] = []
 
     def run() -> None:
