@@ -65,19 +65,37 @@ def resolve(path: str) -> str | None:
     if path.startswith("/"):
         return path
     package, _, relative = path.partition(":")
+    found = locate(package)
+    if found is None:
+        return None
+    folder = found[0] if os.path.isdir(found[0]) else os.path.dirname(found[0])
+    return os.path.join(folder, relative)
+
+
+def locate(module: str) -> tuple[str, str] | None:
+    """Where ``module`` (a package, or a module of one file; dotted names too) lies, and that path
+    below its folder of ``sys.path``; found without importing it or its parents. None when it is
+    not installed."""
+    parts = module.split(".")
     try:
-        spec = importlib.util.find_spec(package)
+        spec = importlib.util.find_spec(parts[0])
     except (ImportError, ValueError):
         return None
     if spec is None:
         return None
     if spec.submodule_search_locations:
-        folder = next(iter(spec.submodule_search_locations))
-    elif spec.origin and os.path.isfile(spec.origin):
-        folder = os.path.dirname(spec.origin)
-    else:
-        return None
-    return os.path.join(folder, relative)
+        path = next(iter(spec.submodule_search_locations))
+        for part in parts[1:]:
+            if os.path.isdir(os.path.join(path, part)):
+                path = os.path.join(path, part)
+            elif os.path.isfile(os.path.join(path, part + ".py")):
+                return os.path.join(path, part + ".py"), "/".join(parts) + ".py"
+            else:
+                return None
+        return path, "/".join(parts)
+    if spec.origin and os.path.isfile(spec.origin) and len(parts) == 1:
+        return spec.origin, os.path.basename(spec.origin)
+    return None
 
 
 def matches(path: str) -> list[str]:

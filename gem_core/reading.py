@@ -24,7 +24,6 @@ adds attacks of its own for its candidates' sandbox.
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import os
 import re
 from collections.abc import Iterable, Sequence
@@ -92,7 +91,7 @@ class Target:
 
 def targets() -> list[Target]:
     """Every declared key's files, every registered pack's folder and the data caches."""
-    from gem_core.keys import matches
+    from gem_core.keys import locate, matches
     from gem_core.registry import ENVS, EXPLOITS, declared_keys
     from gem_core.sandbox.view import data_caches
 
@@ -100,7 +99,7 @@ def targets() -> list[Target]:
     for key in declared_keys():
         for path in key.paths:
             package = path.partition(":")[0] if not path.startswith("/") else None
-            root = _package_path(package) if package else None
+            root = locate(package) if package else None
             for file in matches(path):
                 relative = None
                 if root is not None and file.startswith(root[0] + "/"):
@@ -111,7 +110,7 @@ def targets() -> list[Target]:
     for module in sorted(modules):
         if module.partition(".")[0] == "gem_core":
             continue  # GEM's kernel holds no pack's data
-        place = _package_path(module.rpartition(".")[0] or module)
+        place = locate(module.rpartition(".")[0] or module)
         if place is not None:
             found.setdefault(place[0], Target(place[0], place[1], os.path.isdir(place[0])))
     for cache in data_caches():
@@ -167,28 +166,3 @@ def read_exploits(context: Context) -> list[Attack]:
 
 def _taken_for_right(observations: Sequence[str], info: dict) -> tuple[str, ...]:
     return ("the right answer, which the grader held",) if info.get("correct") is True else ()
-
-
-def _package_path(module: str) -> tuple[str, str] | None:
-    """Where ``module`` (a package, or a module of one file) lies, and that path below a folder of
-    ``sys.path``: found without importing it or its parents."""
-    parts = module.split(".")
-    try:
-        spec = importlib.util.find_spec(parts[0])
-    except (ImportError, ValueError):
-        return None
-    if spec is None:
-        return None
-    if spec.submodule_search_locations:
-        path = next(iter(spec.submodule_search_locations))
-        for part in parts[1:]:
-            if os.path.isdir(os.path.join(path, part)):
-                path = os.path.join(path, part)
-            elif os.path.isfile(os.path.join(path, part + ".py")):
-                return os.path.join(path, part + ".py"), "/".join(parts) + ".py"
-            else:
-                return None
-        return path, "/".join(parts)
-    if spec.origin and os.path.isfile(spec.origin) and len(parts) == 1:
-        return spec.origin, os.path.basename(spec.origin)
-    return None
