@@ -1,6 +1,7 @@
 """The gateway's OpenAI API with the ``openai`` SDK: tool calls read from the sampled ids (every
 parallel call, a malformed one as plain text), streamed answers equal to plain ones, sessions by
-key and by path, 8 concurrent sessions that never mix, and bad input refused with the field named."""
+key and by path, 8 concurrent sessions that never mix, bad input refused with the field named, and
+idle connections kept open longer than clients keep theirs."""
 
 from __future__ import annotations
 
@@ -194,3 +195,35 @@ def test_gem_gateway_refuses_a_backend_without_token_ids_at_start_with_what_to_d
     missing = subprocess.run([sys.executable, "-m", "gem_core.cli", "gateway"], capture_output=True, text=True,
                              timeout=60)
     assert missing.returncode == 1 and "--backend vllm needs --backend-url" in missing.stderr
+
+
+def test_an_idle_connection_stays_open_longer_than_clients_keep_theirs(smollm2_tokenizer):
+    """httpx and the OpenAI SDKs keep an idle connection 5 s, aiohttp 15 s: a gateway that closed
+    its side first would race a client sending its next call on it (a ReadError at load)."""
+    import socket
+    import time
+    from urllib.parse import urlsplit
+
+    from gem_serve.gateway.serving import KEEP_ALIVE_S
+
+    assert KEEP_ALIVE_S > 15
+    tokenizer = smollm2_tokenizer
+    with gateway_over(tokenizer, lambda prompt: [tokenizer.eos_token_id]) as (gateway, url, backend):
+        where = urlsplit(url)
+        with socket.create_connection((where.hostname, where.port), timeout=10) as connection:
+            request = f"GET /health HTTP/1.1\r\nHost: {where.netloc}\r\n\r\n".encode()
+            for wait in (0, 6.5):  # uvicorn's own default closes an idle connection after 5 s
+                time.sleep(wait)
+                connection.sendall(request)
+                answer = b""
+                while b"\r\n\r\n" not in answer or len(answer.partition(b"\r\n\r\n")[2]) < length(answer):
+                    received = connection.recv(65536)
+                    assert received, f"the gateway closed the connection after {wait} s idle"
+                    answer += received
+                assert answer.startswith(b"HTTP/1.1 200"), (wait, answer)
+
+
+def length(response: bytes) -> int:
+    """The Content-Length of an HTTP response's head."""
+    head = response.partition(b"\r\n\r\n")[0].decode().lower()
+    return int(re.search(r"content-length: (\d+)", head).group(1))
