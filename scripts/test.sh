@@ -28,7 +28,7 @@ if [ "$stages" != "none" ]; then
 fi
 
 echo "== core, environments, tools, local trainer =="
-python -m pytest -q --ignore=tests/adapters --ignore=tests/protocols --ignore=tests/harnesses "$@"  # those run in their stages
+python -m pytest -q --durations=20 --ignore=tests/adapters --ignore=tests/protocols --ignore=tests/harnesses "$@"  # those run in their stages; the 20 slowest tests listed last
 
 [ "$stages" = "none" ] && exit 0
 wait "$builds" || true   # a stage whose build failed is built again below, in the open
