@@ -75,7 +75,10 @@ the episodes between calls carry over.
 Spares (``spares=k``): start ``k`` episodes more than ``num_episodes`` and return the first
 ``num_episodes`` that end; the others are dropped and their environments reset (with
 ``carry_over``, they carry over instead). Keeping the first to end favours short episodes, as a
-deadline does (see the documentation's figure).
+deadline does (see the documentation's figure). With ``group_size=g`` the episodes come in groups
+of ``g`` that share an environment id and a seed (as ``gem train`` deals them, for estimators that
+compare a group's members): spares then keep the first whole groups to end, so that no group is
+returned split (an episode that failed counts as ended: its group is whole without it).
 """
 
 from __future__ import annotations
@@ -86,6 +89,7 @@ import inspect
 import logging
 import math
 import time
+from collections import Counter
 from collections.abc import Awaitable, Callable, Generator, Iterator, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, field
@@ -111,7 +115,8 @@ _TIMED_OUT = object()
 def collect_episodes(vec_env: Any, policy: Policy, num_episodes: int, *, seed: int | Sequence[int] | None = None,
                      max_turns: int | None = None, episode_deadline: float | None = None,
                      deadline: float | None = None, carry_over: bool = False, spares: int = 0,
-                     policy_version: int | None = None, max_reset_failures: int = MAX_RESET_FAILURES,
+                     group_size: int = 1, policy_version: int | None = None,
+                     max_reset_failures: int = MAX_RESET_FAILURES,
                      reset_backoff: float = RESET_BACKOFF,
                      max_reset_failure_share: float = MAX_RESET_FAILURE_SHARE,
                      progress: bool = False, on_episode: Callable[[Episode], Any] | None = None,
@@ -125,13 +130,14 @@ def collect_episodes(vec_env: Any, policy: Policy, num_episodes: int, *, seed: i
     an episode off (its last turn marked truncated) after that many turns. ``episode_deadline``
     and ``deadline`` (seconds) bound each episode and the whole collection; ``carry_over`` keeps
     the episodes still running at the deadline for the next collection; ``spares`` starts that
-    many more episodes and keeps the first to end; ``policy_version`` is recorded on every turn
+    many more episodes and keeps the first to end (the first whole groups of ``group_size``
+    episodes sharing an environment id and a seed); ``policy_version`` is recorded on every turn
     (see the module documentation). Failed resets are retried, and slots that keep failing are
     quarantined, as the module documentation says (``max_reset_failures``, ``reset_backoff``,
     ``max_reset_failure_share``). ``progress`` shows a progress bar. ``on_episode`` is called with
     each episode as it ends (to save or count it before the collection is over).
     """
-    settings = _Settings(num_episodes, seed, max_turns, episode_deadline, deadline, carry_over, spares,
+    settings = _Settings(num_episodes, seed, max_turns, episode_deadline, deadline, carry_over, spares, group_size,
                          policy_version, _ResetPolicy(max_reset_failures, reset_backoff, max_reset_failure_share),
                          progress, on_episode, replay_lost)
     streaming = callable(getattr(policy, "stream_actions", None))
@@ -166,7 +172,8 @@ def collect_episodes(vec_env: Any, policy: Policy, num_episodes: int, *, seed: i
 async def acollect_episodes(vec_env: Any, policy: Policy, num_episodes: int, *,
                             seed: int | Sequence[int] | None = None, max_turns: int | None = None,
                             episode_deadline: float | None = None, deadline: float | None = None,
-                            carry_over: bool = False, spares: int = 0, policy_version: int | None = None,
+                            carry_over: bool = False, spares: int = 0, group_size: int = 1,
+                            policy_version: int | None = None,
                             max_reset_failures: int = MAX_RESET_FAILURES, reset_backoff: float = RESET_BACKOFF,
                             max_reset_failure_share: float = MAX_RESET_FAILURE_SHARE,
                             progress: bool = False,
@@ -174,7 +181,7 @@ async def acollect_episodes(vec_env: Any, policy: Policy, num_episodes: int, *,
                             replay_lost: bool = True) -> list[Episode]:
     """:func:`collect_episodes` for async callers: awaits the policy and the vector
     environment's ``areset``/``astep`` (or its calls in flight) on the running loop."""
-    settings = _Settings(num_episodes, seed, max_turns, episode_deadline, deadline, carry_over, spares,
+    settings = _Settings(num_episodes, seed, max_turns, episode_deadline, deadline, carry_over, spares, group_size,
                          policy_version, _ResetPolicy(max_reset_failures, reset_backoff, max_reset_failure_share),
                          progress, on_episode, replay_lost)
     steps = _collect(vec_env, settings)
@@ -309,6 +316,7 @@ class _Settings:
     deadline: float | None
     carry_over: bool
     spares: int
+    group_size: int
     policy_version: int | None
     resets: _ResetPolicy
     progress: bool
@@ -333,6 +341,12 @@ class _Settings:
                                f"given. Raise {name}, or lower step_timeout.")
         if isinstance(self.spares, bool) or not isinstance(self.spares, int) or self.spares < 0:
             raise GemError(f"spares must be a number of episodes >= 0, got {self.spares!r}.")
+        g = self.group_size
+        if isinstance(g, bool) or not isinstance(g, int) or g < 1:
+            raise GemError(f"group_size must be a positive integer, got {g!r}.")
+        if self.num_episodes % g or self.spares % g:
+            raise GemError(f"num_episodes ({self.num_episodes}) and spares ({self.spares}) must be whole groups of "
+                           f"group_size ({g}) episodes.")
         if not isinstance(self.carry_over, bool):
             raise GemError(f"carry_over must be True or False, got {self.carry_over!r}.")
         if self.policy_version is not None and (isinstance(self.policy_version, bool)
@@ -685,7 +699,7 @@ def _collect(vec_env: Any, s: _Settings, *, streaming: bool = False) -> Generato
                 continue
             now = time.monotonic()
             expire(now, bar)
-            if len(ledger.finished) >= num_episodes:
+            if _whole(ledger.finished, s.group_size) >= num_episodes:
                 stop_reason = "enough"
                 break
             if ends_at is not None and now >= ends_at:
@@ -752,8 +766,37 @@ def _collect(vec_env: Any, s: _Settings, *, streaming: bool = False) -> Generato
                 if ends_at is not None:
                     backoff = min(backoff, ends_at - time.monotonic())
                 yield "sleep", max(0.0, backoff)
-        _settle(vec_env, ledger, s, stop_reason, bar, finish)
-    return [episode for _, episode in sorted(ledger.finished[:num_episodes], key=lambda item: item[0])]
+        kept, extra = _kept(ledger.finished, num_episodes, s.group_size if stop_reason == "enough" else 1)
+        _settle(vec_env, ledger, s, stop_reason, bar, finish, extra)
+        if stop_reason != "enough":
+            kept = ledger.finished[:num_episodes]  # with those the deadline failed as it settled
+    return [episode for _, episode in sorted(kept, key=lambda item: item[0])]
+
+
+def _whole(finished: list[tuple[int, Episode]], group_size: int) -> int:
+    """How many of the ``finished`` episodes are in whole groups (all of them, for groups of 1)."""
+    if group_size == 1:
+        return len(finished)
+    members = Counter((episode.env_id, episode.seed) for _, episode in finished)
+    return sum(count - count % group_size for count in members.values())
+
+
+def _kept(finished: list[tuple[int, Episode]], num_episodes: int,
+          group_size: int) -> tuple[list[tuple[int, Episode]], list[tuple[int, Episode]]]:
+    """The episodes a collection returns, the first ``num_episodes`` to end in whole groups, and
+    the others that ended (in the order they ended)."""
+    if group_size == 1:
+        return finished[:num_episodes], finished[num_episodes:]
+    kept: list[tuple[int, Episode]] = []
+    pending: dict[tuple[str, Any], list[tuple[int, Episode]]] = {}
+    for item in finished:
+        group = pending.setdefault((item[1].env_id, item[1].seed), [])
+        group.append(item)
+        if len(group) == group_size and len(kept) < num_episodes:
+            kept += group
+            group.clear()
+    taken = {id(item) for item in kept}
+    return kept, [item for item in finished if id(item) not in taken]
 
 
 def _wake_in(ledger: _Ledger, ends_at: float | None, now: float, hold_until: float | None) -> float | None:
@@ -767,10 +810,11 @@ def _wake_in(ledger: _Ledger, ends_at: float | None, now: float, hold_until: flo
 
 
 def _settle(vec_env: Any, ledger: _Ledger, s: _Settings, stop_reason: str, bar: Any,
-            finish: Callable[[int, str, Any], None]) -> None:
+            finish: Callable[[int, str, Any], None], extra: list[tuple[int, Episode]]) -> None:
     """What happens to the episodes still running when the collection ends: carried over, failed
-    by the deadline, or (spares not needed) dropped, their environments reset."""
-    extra = ledger.finished[s.num_episodes:]  # ended in the same round as the last one needed (spares)
+    by the deadline, or (spares not needed) dropped, their environments reset. ``extra``: those
+    that ended but are not returned (spares that ended with the last ones needed, or the members
+    of groups not whole), carried over with the running ones or dropped."""
     if stop_reason == "" or not (ledger.running or ledger.stepping or extra):
         return
     starting = [slot for slot in ledger.stepping if slot not in ledger.running and slot in vec_env.in_flight]

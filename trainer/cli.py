@@ -77,8 +77,8 @@ def _train_options(f: Any) -> Any:
                           "--deadline or --spares (default off)."),
         click.option("--spares", type=int, metavar="N",
                      help="Start N more episodes per step (whole groups) and train on the first "
-                          "--episodes-per-step to end, dropping the others (or carrying them over with "
-                          "--carry-over); this favours short episodes (default 0)."),
+                          "--episodes-per-step to end, in whole groups, dropping the others (or carrying them "
+                          "over with --carry-over); this favours short episodes (default 0)."),
         _report_to_option(),
         *_ray_options(),
         click.option("--agent", metavar="PROGRAM",

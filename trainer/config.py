@@ -64,7 +64,7 @@ class TrainConfig:
     episode_deadline: float | None = None  # seconds of wall clock per episode (environment and sampling)
     deadline: float | None = None  # seconds per step's collection of episodes
     carry_over: bool = False  # episodes running at the deadline continue in the next step
-    spares: int = 0  # episodes started beyond episodes_per_step; the first to end are kept
+    spares: int = 0  # episodes started beyond episodes_per_step; the first whole groups to end are kept
     agent: str | None = None  # an agent program playing the episodes through GEM's gateway: module:function or a command
     agent_timeout: float = 600.0  # seconds an agent program may take per episode (then it fails, kind deadline)
 

@@ -24,7 +24,7 @@ def test_group_ids_follow_env_and_seed():
     assert group_ids(episodes) == [0, 0, 1, 2]
 
 
-def test_a_group_split_by_carry_over_or_spares_is_left_out_not_refused():
+def test_a_group_split_by_carry_over_or_a_deadline_is_left_out_not_refused():
     from gem_core.episodes import Episode, Turn
 
     def episode(seed, reward):
@@ -32,7 +32,7 @@ def test_a_group_split_by_carry_over_or_spares_is_left_out_not_refused():
         played.turns.append(Turn("o", "x", reward, True, False, {}))
         return played
 
-    # seed 2's and seed 3's other members carried over to the next step, or were spares left out
+    # seed 2's and seed 3's other members carried over to the next step, or the step's deadline cut them
     episodes = [episode(1, 1.0), episode(1, 0.0), episode(2, 1.0), episode(3, 0.0)]
     advantages = seat_advantages(episodes, "grpo", gamma=1.0, group_size=2)
     assert [float(a[0]) for _, a in advantages[0] + advantages[1]] == pytest.approx([1.0, -1.0], abs=1e-3)

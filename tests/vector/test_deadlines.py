@@ -265,6 +265,29 @@ def test_spares_keep_the_first_episodes_to_end_and_reset_the_rest(mode):
     assert COUNTDOWN in {e.env_id for e in again}
 
 
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_spares_in_groups_keep_the_first_whole_groups_to_end(mode):
+    # three groups of two (each pair shares a seed); in each of the first two, one member is slow
+    delays = [0.3, 0.01, 0.01, 0.3, 0.05, 0.05]
+    plan = [1, 1, 2, 2, 3, 3]
+    with gem_core.make_vec([lambda d=d: Sleepy(d, length=3) for d in delays], mode=mode) as vec:
+        # an episode deadline lets concurrent slots go at their own pace
+        split = gem_core.collect_episodes(vec, echo, 2, seed=plan, spares=4, episode_deadline=30)
+        grouped = gem_core.collect_episodes(vec, echo, 2, seed=plan, spares=4, group_size=2, episode_deadline=30)
+        whole = gem_core.collect_episodes(vec, echo, 6, seed=plan, group_size=2)
+    if mode == "async":  # the first two to end are one member of each of the first two groups
+        assert sorted(e.seed for e in split) == [1, 2]
+    assert [e.seed for e in grouped] == [3, 3] if mode == "async" else [1, 1]
+    assert [e.seed for e in whole] == plan and all(e.valid for e in grouped + whole)
+
+
+@pytest.mark.parametrize("overrides", [{"group_size": 0}, {"group_size": 2}, {"group_size": 2, "spares": 1}])
+def test_episodes_and_spares_that_are_not_whole_groups_are_refused(overrides):
+    with make_vec("vector-test:Countdown-v0", 3, mode="sync") as vec:
+        with pytest.raises(GemError, match="group_size"):
+            gem_core.collect_episodes(vec, echo, 3 if "spares" not in overrides else 2, **overrides)
+
+
 def test_a_spare_still_running_is_cancelled_without_a_warning(caplog):
     ids = ["vector-test:Sleepy-v0"] + ["vector-test:Countdown-v0"] * 3
     with make_vec(ids, mode="async", vec_kwargs=[{"delay": 1.0}, {}, {}, {}]) as vec:

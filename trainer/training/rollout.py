@@ -58,8 +58,8 @@ def seat_advantages(episodes: Sequence[Episode], estimator: Any, *, gamma: float
     own one part. With ``group_size`` above 1, parts share a group when they share an environment,
     a seed and a seat (:func:`group_ids`). Failed episodes leave the estimator's statistics and
     get advantage 0 (``valid``), and so does a group's lone member in the batch: its other members
-    failed, carried over to a later step or were spares left out, so it has nothing to be compared
-    with."""
+    failed, carried over to a later step or were still running at the step's deadline, so it has
+    nothing to be compared with."""
     split = [split_by_agent(episode) for episode in episodes]
     parts = [part for seats in split for part in seats]
     groups = group_ids(parts) if group_size > 1 else None

@@ -309,7 +309,8 @@ class Trainer:
         else:
             episodes = collect_episodes(self.vec_env, self.policy, c.episodes_per_step, seed=seeds,
                                         episode_deadline=c.episode_deadline, deadline=c.deadline,
-                                        carry_over=c.carry_over, spares=c.spares, policy_version=step)
+                                        carry_over=c.carry_over, spares=c.spares, group_size=c.group_size,
+                                        policy_version=step)
         rollout_s = time.perf_counter() - started
         episodes_file = self.output_dir / EPISODES_DIR / f"step-{step:05d}.jsonl"
         writing = episodes_file.with_name(f".{episodes_file.name}.writing")
