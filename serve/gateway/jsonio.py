@@ -4,6 +4,7 @@ takes a millisecond or more (the gateway's latency would grow with the conversat
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from gem_core.errors import MissingDependencyError
@@ -13,7 +14,10 @@ _orjson = MissingDependencyError.require("orjson", feature="gem gateway", extra=
 
 def read_json(raw: bytes | str) -> Any:
     """Parse JSON (a ``ValueError`` when it is not)."""
-    return _orjson.loads(raw)
+    try:
+        return _orjson.loads(raw)
+    except ValueError:
+        return json.loads(raw)  # what orjson refuses and the standard library reads (NaN, Infinity)
 
 
 def json_bytes(value: Any) -> bytes:

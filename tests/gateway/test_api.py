@@ -148,6 +148,9 @@ def test_bad_input_gets_401_or_a_400_naming_what_and_the_session_goes_on(smollm2
             assert answer.json()["error"]["param"] == param, (extra, answer.json())
         assert httpx.post(url + "/v1/chat/completions", content=b"{nope",
                           headers={"Authorization": f"Bearer {session.key}"}).status_code == 400
+        nan = httpx.post(url + "/v1/chat/completions", content=b'{"messages": [{"role": "user", "content": "Hi."}], '
+                         b'"temperature": NaN}', headers={"Authorization": f"Bearer {session.key}"})
+        assert nan.status_code == 400 and nan.json()["error"]["param"] == "temperature"
         with pytest.raises(openai.BadRequestError, match="n must be 1"):
             openai.OpenAI(base_url=f"{url}/v1", api_key=session.key, max_retries=0).chat.completions.create(
                 model="m", messages=good["messages"], n=3)
