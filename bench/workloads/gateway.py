@@ -41,8 +41,10 @@ async def completions(request):
     body = json.loads(await request.body())
     prompt = body["prompt"]
     ids = prompt[:1] if body.get("max_tokens") == 1 else ANSWER
-    choice = {"index": 0, "text": "", "finish_reason": "stop", "prompt_token_ids": prompt, "token_ids": ids,
-              "logprobs": {"token_logprobs": [-0.5] * len(ids)}}
+    echo = body.get("return_token_ids")  # as vLLM: the prompt's ids come back only when asked
+    choice = {"index": 0, "text": "", "finish_reason": "stop", "prompt_token_ids": prompt if echo else None,
+              "token_ids": ids if echo else None,
+              "logprobs": {"tokens": [f"token_id:{i}" for i in ids], "token_logprobs": [-0.5] * len(ids)}}
     return Response(json.dumps({"id": "x", "object": "text_completion", "choices": [choice]}),
                     media_type="application/json")
 
@@ -152,7 +154,7 @@ def measure(client, backend_url: str, gateway_url: str, length: int, rounds: int
         prompt = prompt + [16, 2] * 4  # a prompt as long as the gateway's, grown as it grows
         started = time.perf_counter()
         client.post(f"{backend_url}/v1/completions", headers=JSON, content=orjson.dumps(
-            {"model": "bench", "prompt": prompt, "max_tokens": 8, "return_token_ids": True, "logprobs": 0}
+            {"model": "bench", "prompt": prompt, "max_tokens": 8, "return_tokens_as_token_ids": True, "logprobs": 0}
         )).raise_for_status()
         direct.append(time.perf_counter() - started)
     cpu_per_call = (cpu() - cpu_before) / rounds

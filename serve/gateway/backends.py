@@ -1,9 +1,12 @@
 """Where the gateway's token ids are sampled: token ids in, token ids and their log-probabilities out.
 
 * :class:`VLLMBackend`: vLLM's OpenAI server, through ``/v1/completions`` with the prompt as
-  token ids, ``return_token_ids`` (the ids vLLM read and sampled come back) and ``logprobs=0``
-  (the sampled ids' log-probabilities). :meth:`~VLLMBackend.check` asks once at start that the
-  server echoes the prompt ids it was given, and refuses a server that does not.
+  token ids, ``logprobs=0`` (the sampled ids' log-probabilities) and
+  ``return_tokens_as_token_ids`` (each sampled token written as its id, ``"token_id:42"``).
+  :meth:`~VLLMBackend.check` asks once at start, with ``return_token_ids``, that the server
+  echoes the prompt ids it was given and writes the ids it sampled as tokens, and refuses a server
+  that does not. Calls then leave out ``return_token_ids``, which would send the whole prompt's
+  ids back with every answer.
 * :class:`LocalBackend`: a local model through GEM's own decoder
   (:class:`~gem_trainer.decoding.sampling.LocalPolicy`), requests that arrive together sampled as
   one batch in a worker thread; log-probabilities come from one forward pass over each answer.
@@ -76,27 +79,29 @@ class VLLMBackend:
     async def generate(self, prompt_ids: list[int], sampling: Sampling) -> Sampled:
         body = {"model": self.model, "prompt": prompt_ids, "max_tokens": sampling.max_tokens,
                 "temperature": sampling.temperature, "top_p": sampling.top_p, "logprobs": 0,
-                "return_token_ids": True, "skip_special_tokens": False, "n": 1, "stream": False,
+                "return_tokens_as_token_ids": True, "skip_special_tokens": False, "n": 1, "stream": False,
                 **({"seed": sampling.seed} if sampling.seed is not None else {}),
                 **{key: value for key, value in sampling.extra.items() if key in self.PASSED_ON}}
         answer = await self._post(body)
         choice = (answer.get("choices") or [{}])[0]
-        ids = choice.get("token_ids")
+        found = choice.get("logprobs") or {}
+        ids = sampled_ids(found.get("tokens"))
         if ids is None:
-            raise BackendError(f"The backend at {self.url} returned no token_ids: {NO_IDS}")
-        logprobs = (choice.get("logprobs") or {}).get("token_logprobs")
+            raise BackendError(f"The backend at {self.url} did not write the sampled tokens as token ids: {NO_IDS}")
+        logprobs = found.get("token_logprobs")
         if logprobs is not None and len(logprobs) != len(ids):
             raise BackendError(f"The backend returned {len(ids)} token ids but {len(logprobs)} log-probabilities.")
-        return Sampled(list(ids), None if logprobs is None else [float(x) for x in logprobs],
+        return Sampled(ids, None if logprobs is None else [float(x) for x in logprobs],
                        "length" if choice.get("finish_reason") == "length" else "stop")
 
     async def check(self) -> None:
-        """Refuse a server that does not echo the prompt ids it was given (not vLLM, or a vLLM
-        too old for ``return_token_ids``)."""
+        """Refuse a server that does not echo the prompt ids it was given, or does not write the
+        ids it sampled as tokens (not vLLM, or a vLLM too old for ``return_token_ids``)."""
         probe = [1, 2, 3, 4, 5]
         try:
             answer = await self._post({"model": self.model, "prompt": probe, "max_tokens": 1, "temperature": 0,
-                                       "return_token_ids": True, "logprobs": 0})
+                                       "return_token_ids": True, "return_tokens_as_token_ids": True,
+                                       "logprobs": 0})
         except BackendError as e:
             raise GemError(str(e)) from None
         finally:
@@ -108,6 +113,11 @@ class VLLMBackend:
         if list(echoed) != probe:
             raise GemError(f"The backend at {self.url} read the prompt ids {probe} as {list(echoed)[:12]}: it must "
                            "take the prompt as token ids unchanged (vLLM's /v1/completions does).")
+        written = sampled_ids((choice.get("logprobs") or {}).get("tokens"))
+        if written != list(choice["token_ids"]):
+            raise GemError(f"The backend at {self.url} sampled {list(choice['token_ids'])} but wrote its tokens as "
+                           f"{written}: the gateway reads the sampled ids from the tokens written as ids "
+                           "(vLLM's return_tokens_as_token_ids, vLLM 0.10.2 or later).")
 
     async def _post(self, body: dict[str, Any]) -> dict[str, Any]:
         import aiohttp  # several times less CPU per call than httpx's client, which was half the gateway's
@@ -136,8 +146,22 @@ class VLLMBackend:
             await client.close()
 
 
+def sampled_ids(tokens: Any) -> list[int] | None:
+    """The ids of tokens written as ``"token_id:42"`` (None when they are not)."""
+    if not isinstance(tokens, list):
+        return None
+    ids = []
+    for token in tokens:
+        kind, _, number = token.partition(":") if isinstance(token, str) else ("", "", "")
+        if kind != "token_id" or not number.isdigit():
+            return None
+        ids.append(int(number))
+    return ids
+
+
 NO_IDS = ("the gateway needs vLLM's OpenAI server (vLLM 0.10.2 or later, started with `vllm serve MODEL`), whose "
-          "/v1/completions takes the prompt as token ids and returns them with `return_token_ids`; for a local "
+          "/v1/completions takes the prompt as token ids, returns them with `return_token_ids` and writes sampled "
+          "tokens as ids with `return_tokens_as_token_ids`; for a local "
           "model use `gem gateway --backend local`.")
 
 

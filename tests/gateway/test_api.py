@@ -158,10 +158,12 @@ def test_bad_input_gets_401_or_a_400_naming_what_and_the_session_goes_on(smollm2
         assert len(session.calls) == 1  # nothing refused was sampled or recorded
 
 
-def test_a_backend_that_does_not_return_token_ids_is_refused_at_start():
-    backend = ScriptedBackend(lambda prompt: [7], echo_prompt=False)
+@pytest.mark.parametrize("missing, flag", [({"echo_prompt": False}, "return_token_ids"),
+                                           ({"writes_ids": False}, "return_tokens_as_token_ids")])
+def test_a_backend_that_does_not_return_token_ids_is_refused_at_start(missing, flag):
+    backend = ScriptedBackend(lambda prompt: [7], **missing)
     with backend.serving():
-        with pytest.raises(GemError, match="return_token_ids"):
+        with pytest.raises(GemError, match=flag):
             asyncio.run(VLLMBackend(backend.url, "m").check())
 
 
