@@ -127,7 +127,7 @@ class VLLMBackend:
                                                 timeout=aiohttp.ClientTimeout(total=self.timeout),
                                                 connector=aiohttp.TCPConnector(limit=0))
         try:
-            # orjson: a long prompt's ids (and their echo) in tens of microseconds, where json takes a millisecond
+            # orjson: a long prompt's ids in tens of microseconds, where json takes a millisecond
             async with self.client.post(self.url, data=json_bytes(body)) as response:
                 status, raw = response.status, await response.read()
         except (aiohttp.ClientError, asyncio.TimeoutError) as e:
@@ -136,9 +136,12 @@ class VLLMBackend:
             text = raw.decode("utf-8", "replace")
             raise BackendError(f"The backend at {self.url} answered HTTP {status}: {text[:500]}") from None
         try:
-            return read_json(raw)
+            answer = read_json(raw)
         except ValueError:
-            raise BackendError(f"The backend at {self.url} answered something that is not JSON.") from None
+            answer = None
+        if not isinstance(answer, dict) or not all(isinstance(c, dict) for c in answer.get("choices") or []):
+            raise BackendError(f"The backend at {self.url} answered something that is not a completion's JSON.")
+        return answer
 
     async def aclose(self) -> None:
         client, self.client = self.client, None

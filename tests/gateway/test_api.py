@@ -1,7 +1,8 @@
 """The gateway's OpenAI API with the ``openai`` SDK: tool calls read from the sampled ids (every
 parallel call, a malformed one as plain text), streamed answers equal to plain ones, sessions by
-key and by path, 8 concurrent sessions that never mix, bad input refused with the field named, and
-idle connections kept open longer than clients keep theirs."""
+key and by path, 8 concurrent sessions that never mix, bad input refused with the field named, a
+backend that fails, answers garbage or is gone answered with a 502, and idle connections kept open
+longer than clients keep theirs."""
 
 from __future__ import annotations
 
@@ -232,3 +233,47 @@ def length(response: bytes) -> int:
     """The Content-Length of an HTTP response's head."""
     head = response.partition(b"\r\n\r\n")[0].decode().lower()
     return int(re.search(r"content-length: (\d+)", head).group(1))
+
+
+def test_a_backend_that_fails_or_answers_garbage_gets_the_harness_a_502_and_the_session_goes_on(smollm2_tokenizer):
+    from starlette.applications import Starlette
+    from starlette.responses import JSONResponse, Response
+    from starlette.routing import Route
+
+    from gem_serve.gateway.server import Gateway
+    from gem_serve.gateway.serving import served
+    from tests.serve.servers import in_thread
+
+    tokenizer = smollm2_tokenizer
+    end = tokenizer.convert_tokens_to_ids("<|im_end|>")
+    answers = iter([Response("overloaded", status_code=500), JSONResponse([1, 2]), Response("<html>"),
+                    JSONResponse({"choices": ["text"]}), None])
+
+    async def completions(request):
+        body = json.loads(await request.body())
+        if body.get("return_token_ids"):  # the start check
+            return JSONResponse({"choices": [{"prompt_token_ids": body["prompt"], "token_ids": [7],
+                                              "logprobs": {"tokens": ["token_id:7"], "token_logprobs": [-1.0]}}]})
+        answer = next(answers)
+        return answer or JSONResponse({"choices": [{"finish_reason": "stop", "logprobs": {
+            "tokens": [f"token_id:{end}"], "token_logprobs": [-0.5]}}]})
+
+    with in_thread(Starlette(routes=[Route("/v1/completions", completions, methods=["POST"])])) as backend_url:
+        gateway = Gateway(VLLMBackend(backend_url, "m"), tokenizer, model="m")
+        with served(gateway.app()) as (url, loop):
+            asyncio.run_coroutine_threadsafe(gateway.backend.check(), loop).result(30)
+            session = gateway.open()
+            body = {"model": "m", "messages": [{"role": "user", "content": "Hi."}]}
+            headers = {"Authorization": f"Bearer {session.key}"}
+            for _ in range(4):
+                failed = httpx.post(f"{url}/v1/chat/completions", json=body, headers=headers, timeout=30)
+                assert failed.status_code == 502 and failed.json()["error"]["code"] == "backend_error", failed.text
+            assert len(session.errors) == 4 and "HTTP 500" in session.errors[0] and session.calls == []
+            answered = httpx.post(f"{url}/v1/chat/completions", json=body, headers=headers, timeout=30)
+            assert answered.status_code == 200 and [c.sampled.response_ids for c in session.calls] == [[end]]
+        dead = Gateway(VLLMBackend(backend_url, "m"), tokenizer, model="m")
+    with served(dead.app()) as (url, loop):  # its backend is gone
+        key = dead.open().key
+        gone = httpx.post(f"{url}/v1/chat/completions", json=body, headers={"Authorization": f"Bearer {key}"},
+                          timeout=30)
+        assert gone.status_code == 502 and "did not answer" in gone.json()["error"]["message"]
