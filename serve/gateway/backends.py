@@ -84,7 +84,7 @@ class VLLMBackend:
                 **{key: value for key, value in sampling.extra.items() if key in self.PASSED_ON}}
         answer = await self._post(body)
         choice = (answer.get("choices") or [{}])[0]
-        found = choice.get("logprobs") or {}
+        found = choice.get("logprobs") if isinstance(choice.get("logprobs"), dict) else {}
         ids = sampled_ids(found.get("tokens"))
         if ids is None:
             raise BackendError(f"The backend at {self.url} did not write the sampled tokens as token ids: {NO_IDS}")
@@ -113,7 +113,7 @@ class VLLMBackend:
         if list(echoed) != probe:
             raise GemError(f"The backend at {self.url} read the prompt ids {probe} as {list(echoed)[:12]}: it must "
                            "take the prompt as token ids unchanged (vLLM's /v1/completions does).")
-        written = sampled_ids((choice.get("logprobs") or {}).get("tokens"))
+        written = sampled_ids(choice["logprobs"].get("tokens") if isinstance(choice.get("logprobs"), dict) else None)
         if written != list(choice["token_ids"]):
             raise GemError(f"The backend at {self.url} sampled {list(choice['token_ids'])} but wrote its tokens as "
                            f"{written}: the gateway reads the sampled ids from the tokens written as ids "
