@@ -84,7 +84,7 @@ class VLLMBackend:
                 **{key: value for key, value in sampling.extra.items() if key in self.PASSED_ON}}
         answer = await self._post(body)
         choice = (answer.get("choices") or [{}])[0]
-        found = choice.get("logprobs") if isinstance(choice.get("logprobs"), dict) else {}
+        found = _logprobs(choice)
         ids = sampled_ids(found.get("tokens"))
         if ids is None:
             raise BackendError(f"The backend at {self.url} did not write the sampled tokens as token ids: {NO_IDS}")
@@ -113,7 +113,7 @@ class VLLMBackend:
         if list(echoed) != probe:
             raise GemError(f"The backend at {self.url} read the prompt ids {probe} as {list(echoed)[:12]}: it must "
                            "take the prompt as token ids unchanged (vLLM's /v1/completions does).")
-        written = sampled_ids(choice["logprobs"].get("tokens") if isinstance(choice.get("logprobs"), dict) else None)
+        written = sampled_ids(_logprobs(choice).get("tokens"))
         if written != list(choice["token_ids"]):
             raise GemError(f"The backend at {self.url} sampled {list(choice['token_ids'])} but wrote its tokens as "
                            f"{written}: the gateway reads the sampled ids from the tokens written as ids "
@@ -139,7 +139,8 @@ class VLLMBackend:
             answer = read_json(raw)
         except ValueError:
             answer = None
-        if not isinstance(answer, dict) or not all(isinstance(c, dict) for c in answer.get("choices") or []):
+        choices = (answer.get("choices") or []) if isinstance(answer, dict) else None
+        if not isinstance(choices, list) or not all(isinstance(c, dict) for c in choices):
             raise BackendError(f"The backend at {self.url} answered something that is not a completion's JSON.")
         return answer
 
@@ -147,6 +148,12 @@ class VLLMBackend:
         client, self.client = self.client, None
         if client is not None:
             await client.close()
+
+
+def _logprobs(choice: dict[str, Any]) -> dict[str, Any]:
+    """A completion choice's ``logprobs`` object (empty when it has none, or something else)."""
+    found = choice.get("logprobs")
+    return found if isinstance(found, dict) else {}
 
 
 def sampled_ids(tokens: Any) -> list[int] | None:

@@ -1,6 +1,6 @@
 """The gateway's JSON, through orjson: a long conversation's body, and the prompt ids sent to the
-backend and echoed back, cost tens of microseconds a call where the standard library's ``json``
-takes a millisecond or more (the gateway's latency would grow with the conversation)."""
+backend, cost tens of microseconds a call where the standard library's ``json`` takes a
+millisecond or more (the gateway's latency would grow with the conversation)."""
 
 from __future__ import annotations
 

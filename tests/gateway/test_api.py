@@ -247,7 +247,8 @@ def test_a_backend_that_fails_or_answers_garbage_gets_the_harness_a_502_and_the_
     tokenizer = smollm2_tokenizer
     end = tokenizer.convert_tokens_to_ids("<|im_end|>")
     answers = iter([Response("overloaded", status_code=500), JSONResponse([1, 2]), Response("<html>"),
-                    JSONResponse({"choices": ["text"]}), JSONResponse({"choices": [{"logprobs": [1]}]}), None])
+                    JSONResponse({"choices": ["text"]}), JSONResponse({"choices": 5}),
+                    JSONResponse({"choices": [{"logprobs": [1]}]}), None])
 
     async def completions(request):
         body = json.loads(await request.body())
@@ -265,10 +266,10 @@ def test_a_backend_that_fails_or_answers_garbage_gets_the_harness_a_502_and_the_
             session = gateway.open()
             body = {"model": "m", "messages": [{"role": "user", "content": "Hi."}]}
             headers = {"Authorization": f"Bearer {session.key}"}
-            for _ in range(5):
+            for _ in range(6):
                 failed = httpx.post(f"{url}/v1/chat/completions", json=body, headers=headers, timeout=30)
                 assert failed.status_code == 502 and failed.json()["error"]["code"] == "backend_error", failed.text
-            assert len(session.errors) == 5 and "HTTP 500" in session.errors[0] and session.calls == []
+            assert len(session.errors) == 6 and "HTTP 500" in session.errors[0] and session.calls == []
             answered = httpx.post(f"{url}/v1/chat/completions", json=body, headers=headers, timeout=30)
             assert answered.status_code == 200 and [c.sampled.response_ids for c in session.calls] == [[end]]
         dead = Gateway(VLLMBackend(backend_url, "m"), tokenizer, model="m")
